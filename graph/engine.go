@@ -1,0 +1,58 @@
+// Package graph evaluates converge's CUE component graph: it validates a
+// HyperConverged config against the schema, derives every component's
+// objects for given cluster facts, applies the HC's jsonpatch annotations
+// and orders the result into apply stages.
+package graph
+
+import (
+	"fmt"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+
+	"github.com/converge-dev/converge"
+)
+
+// Engine holds the evaluated CUE module. It is safe for concurrent use:
+// renders are serialised because a cue.Context is not goroutine-safe.
+type Engine struct {
+	mu       sync.Mutex
+	ctx      *cue.Context
+	schema   cue.Value // package converge.dev/converge/schema
+	graph    cue.Value // package converge.dev/converge/components
+	crdsOnce sync.Once
+	crds     []*CRD
+	crdsErr  error
+}
+
+// NewEngine loads and builds the embedded CUE module (schema and
+// components). It fails only if the embedded CUE itself is broken.
+func NewEngine() (*Engine, error) {
+	ctx := cuecontext.New()
+	insts := load.Instances([]string{"./schema", "./components"}, &load.Config{FS: converge.CUE, Dir: "/"})
+	vals := make([]cue.Value, len(insts))
+	for i, inst := range insts {
+		if inst.Err != nil {
+			return nil, fmt.Errorf("loading embedded CUE %s: %w", inst.ImportPath, inst.Err)
+		}
+		vals[i] = ctx.BuildInstance(inst)
+		if err := vals[i].Err(); err != nil {
+			return nil, fmt.Errorf("building embedded CUE %s: %w", inst.ImportPath, Format(err))
+		}
+	}
+	return &Engine{ctx: ctx, schema: vals[0], graph: vals[1]}, nil
+}
+
+// Context returns the engine's CUE context; values passed to the engine
+// must be built with it. Callers must not use it concurrently with Render.
+func (e *Engine) Context() *cue.Context { return e.ctx }
+
+// Lock serialises use of the CUE context with the engine's own.
+func (e *Engine) Lock() func() { e.mu.Lock(); return e.mu.Unlock }
+
+// def returns the schema definition name (e.g. "#HyperConverged").
+func (e *Engine) def(name string) cue.Value {
+	return e.schema.LookupPath(cue.MakePath(cue.Def(name)))
+}

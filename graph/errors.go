@@ -1,0 +1,67 @@
+package graph
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
+)
+
+// Format turns a CUE error into one error whose lines each read
+// "FILE:LINE:COL: PATH: MESSAGE", naming first the position in the user's
+// config (not the schema's) when there is one. Identical lines are merged.
+func Format(err error) error {
+	if err == nil {
+		return nil
+	}
+	var lines []string
+	seen := map[string]bool{}
+	for _, e := range errors.Errors(err) {
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		path := strings.Join(e.Path(), ".")
+		pos := bestPos(e)
+		line := msg
+		if path != "" {
+			line = path + ": " + msg
+		}
+		if pos.IsValid() {
+			line = fmt.Sprintf("%s:%d:%d: %s", pos.Filename(), pos.Line(), pos.Column(), line)
+		}
+		if !seen[line] {
+			seen[line] = true
+			lines = append(lines, line)
+		}
+	}
+	sort.Strings(lines)
+	return &Error{Lines: lines}
+}
+
+// Error is a validation or evaluation error, one finding per line.
+type Error struct{ Lines []string }
+
+func (e *Error) Error() string { return strings.Join(e.Lines, "\n") }
+
+// bestPos picks the first position outside the embedded CUE module
+// (the user's file), else the first position.
+func bestPos(e errors.Error) token.Pos {
+	ps := errors.Positions(e)
+	for _, p := range ps {
+		if !isEmbedded(p.Filename()) {
+			return p
+		}
+	}
+	if len(ps) > 0 {
+		return ps[0]
+	}
+	return e.Position()
+}
+
+func isEmbedded(name string) bool {
+	name = filepath.ToSlash(name)
+	return strings.HasPrefix(name, "/schema/") || strings.HasPrefix(name, "/components/") ||
+		strings.HasPrefix(name, "schema/") || strings.HasPrefix(name, "components/")
+}

@@ -1,0 +1,175 @@
+package graph
+
+import (
+	"fmt"
+	"sort"
+
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge/config"
+)
+
+// Node is one rendered component.
+type Node struct {
+	// Name is the component name (virt, cdi, cnao, ssp, hpp, hco).
+	Name string
+	// DependsOn names the components applied before this one.
+	DependsOn []string
+	// Objects are the derived objects in declaration order.
+	Objects []*unstructured.Unstructured
+}
+
+// Rendered is the output of one render: every object converge applies,
+// grouped by component and ordered into stages.
+type Rendered struct {
+	// CRDs are the generated CustomResourceDefinitions (stage 0).
+	CRDs []*unstructured.Unstructured
+	// Nodes are the components in a topological order.
+	Nodes []Node
+	// Stages are the apply stages: CRDs first, then one stage per
+	// dependency level of Nodes. Objects within a stage are independent.
+	Stages []Stage
+	// HyperConverged is the validated, defaulted HC as applied.
+	HyperConverged *unstructured.Unstructured
+	// OwnedByHC holds the inventory IDs of objects that get a controller
+	// ownerReference to the HC at apply time.
+	OwnedByHC map[string]bool
+	// Tainted lists the jsonpatch annotations in effect (each with ≥1 op).
+	Tainted []string
+	// Health maps a kind to its health rule: "kstatus", "conditions" or "none".
+	Health map[string]string
+}
+
+// Stage is a set of objects applied together.
+type Stage struct {
+	// Name is "crds" or the names of the components in it, joined by "+".
+	Name    string
+	Objects []*unstructured.Unstructured
+}
+
+// Objects returns every object of every stage, in stage order.
+func (r *Rendered) Objects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, s := range r.Stages {
+		out = append(out, s.Objects...)
+	}
+	return out
+}
+
+// HealthRule returns the health rule for kind: "kstatus" unless the graph
+// says otherwise.
+func (r *Rendered) HealthRule(kind string) string {
+	if h, ok := r.Health[kind]; ok {
+		return h
+	}
+	return "kstatus"
+}
+
+// Render validates cfg against the schema and derives the graph for facts
+// (a YAML/JSON-decoded map with #ClusterFacts' field names; nil for the
+// defaults). Errors are *Error values naming file:line:col and CUE path.
+// Render never returns a partial result.
+func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, error) {
+	crds, err := e.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	defer e.Lock()()
+
+	hc, err := e.validate(cfg.HyperConverged, "#HyperConverged")
+	if err != nil {
+		return nil, err
+	}
+	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), hc)
+	fv, err := e.Facts(facts)
+	if err != nil {
+		return nil, err
+	}
+	g = g.FillPath(cue.ParsePath("facts"), fv)
+	if cfg.HostPathProvisioner.Exists() {
+		hpp, err := e.validate(cfg.HostPathProvisioner, "#HostPathProvisioner")
+		if err != nil {
+			return nil, err
+		}
+		g = g.FillPath(cue.ParsePath("hostPathProvisioner"), hpp)
+	}
+	return e.decodeGraph(g, hc, crds)
+}
+
+// Facts validates facts against #ClusterFacts and returns them with the
+// defaults filled in.
+func (e *Engine) Facts(facts map[string]any) (cue.Value, error) {
+	v := e.def("#ClusterFacts")
+	if facts != nil {
+		v = v.Unify(e.ctx.Encode(facts))
+	}
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return cue.Value{}, Format(fmt.Errorf("cluster facts: %w", err))
+	}
+	return v, nil
+}
+
+// Vet validates cfg against the schema without deriving anything.
+func (e *Engine) Vet(cfg *config.Config) error {
+	defer e.Lock()()
+	if _, err := e.validate(cfg.HyperConverged, "#HyperConverged"); err != nil {
+		return err
+	}
+	if cfg.HostPathProvisioner.Exists() {
+		if _, err := e.validate(cfg.HostPathProvisioner, "#HostPathProvisioner"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {
+	v := e.def(def).Unify(doc)
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return cue.Value{}, Format(err)
+	}
+	return v, nil
+}
+
+func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
+	if err := g.LookupPath(cue.ParsePath("nodes")).Validate(cue.Concrete(true)); err != nil {
+		return nil, Format(err)
+	}
+	var health map[string]string
+	if err := g.LookupPath(cue.ParsePath("health")).Decode(&health); err != nil {
+		return nil, Format(err)
+	}
+	r := &Rendered{Health: health, OwnedByHC: map[string]bool{}}
+	annotations := map[string]string{}
+	_ = hc.LookupPath(cue.ParsePath("metadata.annotations")).Decode(&annotations)
+
+	nodes := g.LookupPath(cue.ParsePath("nodes"))
+	it, err := nodes.Fields()
+	if err != nil {
+		return nil, Format(err)
+	}
+	for it.Next() {
+		name := it.Selector().String()
+		n, err := decodeNode(name, it.Value(), annotations, r)
+		if err != nil {
+			return nil, err
+		}
+		r.Nodes = append(r.Nodes, n)
+	}
+	var hcObj map[string]any
+	if err := hc.Decode(&hcObj); err != nil {
+		return nil, Format(err)
+	}
+	delete(hcObj, "status")
+	r.HyperConverged = &unstructured.Unstructured{Object: hcObj}
+
+	for _, c := range crds {
+		r.CRDs = append(r.CRDs, c.Object.DeepCopy())
+	}
+	if err := r.order(); err != nil {
+		return nil, err
+	}
+	sort.Strings(r.Tainted)
+	return r, nil
+}
