@@ -56,4 +56,3 @@ func decodeNode(name string, v cue.Value, annotations map[string]string, r *Rend
 	}
 	return n, nil
 }
-

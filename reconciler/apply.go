@@ -70,7 +70,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 				defer mu.Unlock()
 				res.Inventory.Entries = append(res.Inventory.Entries, e)
 				res.ChangeSet.Add(ssa.ChangeSetEntry{
-					ObjMetadata: object.UnstructuredToObjMetadata(desired),
+					ObjMetadata:  object.UnstructuredToObjMetadata(desired),
 					GroupVersion: desired.GroupVersionKind().GroupVersion().String(),
 					Subject:      ssaSubject(desired),
 					Action:       action,

@@ -1,0 +1,82 @@
+// Package cli implements the `converge` command line: vet, render, diff,
+// apply and version. Main is called by cmd/converge and, in-process, by
+// the testscript tests.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/converge-dev/converge/graph"
+)
+
+// Version is the converge version, set at build time with
+// -ldflags "-X github.com/converge-dev/converge/internal/cli.Version=…".
+var Version = "dev"
+
+// globals are the flags every command shares.
+type globals struct {
+	kubeconfig  string
+	kubecontext string
+	facts       string
+	stdout      io.Writer
+	stderr      io.Writer
+	engine      *graph.Engine
+}
+
+// Main runs the CLI with os.Args and returns the process exit code: 0 on
+// success, 1 on invalid input or a failed apply.
+func Main() int {
+	return Run(os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run runs the CLI with args, writing to stdout and stderr; it returns
+// the exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.Execute(); err != nil {
+		var silent *silentError
+		if !errors.As(err, &silent) {
+			fmt.Fprintln(stderr, "error:", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// silentError is an error already reported on stderr.
+type silentError struct{ error }
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "converge",
+		Short:         "Run a KubeVirt virtualization stack from a HyperConverged config in Git",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+	pf.StringVar(&g.kubecontext, "context", "", "the kubeconfig context to use")
+	root.AddCommand(newVet(g), newRender(g), newDiff(g), newApply(g), newVersion(g))
+	return root
+}
+
+// engineFor returns the CUE engine, built once per process.
+func (g *globals) engineFor() (*graph.Engine, error) {
+	if g.engine == nil {
+		e, err := graph.NewEngine()
+		if err != nil {
+			return nil, err
+		}
+		g.engine = e
+	}
+	return g.engine, nil
+}
