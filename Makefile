@@ -1,0 +1,41 @@
+# converge — see README.md. Heavy builds are cached in the gitignored bin/.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+export KUBEBUILDER_ASSETS := $(BIN)
+
+.PHONY: all build test demo bench vet controlplane clean
+
+all: build
+
+## build: the converge CLI, converge-controller and the demo into bin/
+build:
+	$(GO) build -o $(BIN)/converge ./cmd/converge
+	$(GO) build -o $(BIN)/converge-controller ./cmd/converge-controller
+	$(GO) build -o $(BIN)/converge-demo ./hack/demo
+
+## controlplane: kube-apiserver and etcd built from Go modules (≈13 min cold)
+controlplane: $(BIN)/kube-apiserver $(BIN)/etcd
+$(BIN)/kube-apiserver $(BIN)/etcd:
+	hack/controlplane/build.sh $(BIN)
+
+## cue: the cue CLI at the pinned version, for the plain `cue vet` tests
+$(BIN)/cue: go.mod
+	$(GO) build -o $(BIN)/cue cuelang.org/go/cmd/cue
+
+## demo: the main job end to end on a local API server and Git repository
+demo: controlplane
+	$(GO) build -o $(BIN)/converge-demo ./hack/demo
+	$(BIN)/converge-demo
+
+## test: every test, against the real API server, git server and cue CLI
+test: controlplane $(BIN)/cue
+	$(GO) vet ./...
+	PATH=$(BIN):$$PATH $(GO) test -count=1 ./...
+
+## bench: render and apply benchmarks against a local API server
+bench: controlplane
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
+
+clean:
+	rm -rf $(BIN)
