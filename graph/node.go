@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"fmt"
-
 	"cuelang.org/go/cue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 

@@ -125,7 +125,7 @@ func (e *Engine) Vet(cfg *config.Config) error {
 }
 
 func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {
-	v := e.def(def).Unify(doc)
+	v := doc.Unify(e.def(def))
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		return cue.Value{}, Format(err)
 	}

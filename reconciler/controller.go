@@ -67,7 +67,7 @@ func (s *GitSync) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	logger := log.FromContext(ctx)
 	in := s.input(ctx)
 	res, err := s.Pipeline.Sync(ctx, in)
-	if err == nil && in.Rendered != nil {
+	if err == nil && in.Rendered != nil && s.ctrl != nil {
 		s.ensureWatches(ctx, in.Rendered)
 	}
 	if s.OnResult != nil {
