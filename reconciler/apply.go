@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -96,6 +97,12 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 			}); err != nil {
 				return fail(fmt.Errorf("stage %s: health check: %w", st.Name, err))
 			}
+			// The API server updates what it reconciles itself (a CRD's
+			// Established condition, a namespace's phase): record the
+			// resourceVersion after the wait so it is not taken for drift.
+			if err := p.refreshVersions(ctx, waitSet, res.Inventory); err != nil {
+				return fail(fmt.Errorf("stage %s: %w", st.Name, err))
+			}
 		}
 	}
 	res.Inventory.Sort()
@@ -171,4 +178,35 @@ func mergeInventory(prev, applied *inventory.Inventory) *inventory.Inventory {
 		out.Entries = append(out.Entries, e)
 	}
 	return out.Sort()
+}
+
+// refreshVersions re-reads the resourceVersion of the objects in set and
+// records it in inv.
+func (p *Pipeline) refreshVersions(ctx context.Context, set object.ObjMetadataSet, inv *inventory.Inventory) error {
+	idx := map[string]int{}
+	for i, e := range inv.Entries {
+		idx[e.ID] = i
+	}
+	for _, m := range set {
+		id := inventory.IDOf(m.Namespace, m.Name, m.GroupKind)
+		i, ok := idx[id]
+		if !ok {
+			continue
+		}
+		u := &metav1.PartialObjectMetadata{}
+		u.SetGroupVersionKind(m.GroupKind.WithVersion(versionOf(inv.Entries[i].Version)))
+		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, u); err != nil {
+			return fmt.Errorf("reading %s after apply: %w", id, err)
+		}
+		inv.Entries[i].ResourceVersion = u.GetResourceVersion()
+	}
+	return nil
+}
+
+// versionOf returns the version of an apiVersion ("apps/v1" → "v1").
+func versionOf(apiVersion string) string {
+	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
+		return apiVersion[i+1:]
+	}
+	return apiVersion
 }

@@ -246,7 +246,11 @@ func TestGitSync(t *testing.T) {
 	hpp := &unstructured.Unstructured{}
 	hpp.SetAPIVersion("hostpathprovisioner.kubevirt.io/v1beta1")
 	hpp.SetKind("HostPathProvisioner")
-	if err := sy.c.Get(context.Background(), client.ObjectKey{Name: "hostpath-provisioner"}, hpp); !apierrors.IsNotFound(err) {
+	fresh, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Get(context.Background(), client.ObjectKey{Name: "hostpath-provisioner"}, hpp); !apierrors.IsNotFound(err) {
 		t.Errorf("HostPathProvisioner still there after prune: %v", err)
 	}
 	good := sy.res.Revision
