@@ -45,6 +45,12 @@ func object(s *apiextensionsv1.JSONSchemaProps, v cue.Value, oas *apiextensionsv
 			}
 		}
 		fk := fieldKindOf(it.FieldType())
+		if depth == 0 && name == "metadata" {
+			// The API server takes no schema for an object's metadata
+			// (fixRoot sets {type: object}); its CUE rules, such as
+			// namespace?: error("…") on a cluster-scoped kind, stay CUE's.
+			continue
+		}
 		child, err := node(it.Value(), childOAS, covered, fk, depth+1)
 		if err != nil {
 			return err

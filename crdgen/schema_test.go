@@ -417,7 +417,7 @@ import (
 	// The API version.
 	apiVersion: "x.io/v1"
 	kind: "R"
-	metadata: {name: *"x" | string, labels?: [string]: string}
+	metadata: {name: *"x" | string, labels?: [string]: string, namespace?: error("cluster-scoped")}
 	spec?: {}
 }`,
 	check: func(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
