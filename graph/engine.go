@@ -45,11 +45,8 @@ func NewEngine() (*Engine, error) {
 	return &Engine{ctx: ctx, schema: vals[0], graph: vals[1]}, nil
 }
 
-// Context returns the engine's CUE context; values passed to the engine
-// must be built with it. Callers must not use it concurrently with Render.
-func (e *Engine) Context() *cue.Context { return e.ctx }
-
-// Lock serialises use of the CUE context with the engine's own.
+// Lock takes the engine's lock and returns its release: a cue.Context is
+// not safe for concurrent use.
 func (e *Engine) Lock() func() { e.mu.Lock(); return e.mu.Unlock }
 
 // def returns the schema definition name (e.g. "#HyperConverged").

@@ -39,6 +39,8 @@ type Rendered struct {
 	Tainted []string
 	// Health maps a kind to its health rule: "kstatus", "conditions" or "none".
 	Health map[string]string
+	// Version is the HCO-equivalent release (components/common Version).
+	Version string
 }
 
 // Stage is a set of objects applied together.
@@ -110,6 +112,13 @@ func (e *Engine) Facts(facts map[string]any) (cue.Value, error) {
 	return v, nil
 }
 
+// LoadConfig loads the config at path (package config) with the engine's
+// CUE context, which values given to Render and Vet must share.
+func (e *Engine) LoadConfig(path string) (*config.Config, error) {
+	defer e.Lock()()
+	return config.Load(e.ctx, path)
+}
+
 // Vet validates cfg against the schema without deriving anything.
 func (e *Engine) Vet(cfg *config.Config) error {
 	defer e.Lock()()
@@ -141,6 +150,9 @@ func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
 		return nil, Format(err)
 	}
 	r := &Rendered{Health: health, OwnedByHC: map[string]bool{}}
+	if err := g.LookupPath(cue.ParsePath("version")).Decode(&r.Version); err != nil {
+		return nil, Format(err)
+	}
 	annotations := map[string]string{}
 	_ = hc.LookupPath(cue.ParsePath("metadata.annotations")).Decode(&annotations)
 

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -42,7 +41,6 @@ type ApplyResult struct {
 func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inventory.Inventory, live Live, revision string) (*ApplyResult, error) {
 	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &inventory.Inventory{Revision: revision}}
 	prevIdx := prev.Index()
-	owner := p.ownerLabels(r)
 	var hcUID string
 	if l, ok := live[inventory.ID(r.HyperConverged)]; ok {
 		hcUID = string(l.UID)
@@ -57,11 +55,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(p.Options.Concurrency)
 		for _, obj := range st.Objects {
-			desired := obj.DeepCopy()
-			setOwnerLabels(desired, owner)
-			if r.OwnedByHC[inventory.ID(desired)] && hcUID != "" {
-				setControllerRef(desired, r.HyperConverged, hcUID)
-			}
+			desired := p.Desired(r, obj, hcUID)
 			g.Go(func() error {
 				e, action, applied, err := p.applyOne(gctx, desired, prevIdx, live)
 				if err != nil {
@@ -145,15 +139,23 @@ func ssaSubject(u *unstructured.Unstructured) string {
 	return fmt.Sprintf("%s/%s", u.GetKind(), u.GetName())
 }
 
-func setOwnerLabels(u *unstructured.Unstructured, owner map[string]string) {
+// Desired returns obj as converge applies it: with the owner labels of
+// r's HyperConverged and, when obj is one the HC controls and hcUID is
+// known, a controller ownerReference to the HC.
+func (p *Pipeline) Desired(r *graph.Rendered, obj *unstructured.Unstructured, hcUID string) *unstructured.Unstructured {
+	u := obj.DeepCopy()
 	labels := u.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range owner {
+	for k, v := range p.ownerLabels(r) {
 		labels[k] = v
 	}
 	u.SetLabels(labels)
+	if r.OwnedByHC[inventory.ID(u)] && hcUID != "" {
+		setControllerRef(u, r.HyperConverged, hcUID)
+	}
+	return u
 }
 
 func setControllerRef(u, hc *unstructured.Unstructured, uid string) {
@@ -183,30 +185,22 @@ func mergeInventory(prev, applied *inventory.Inventory) *inventory.Inventory {
 // refreshVersions re-reads the resourceVersion of the objects in set and
 // records it in inv.
 func (p *Pipeline) refreshVersions(ctx context.Context, set object.ObjMetadataSet, inv *inventory.Inventory) error {
-	idx := map[string]int{}
-	for i, e := range inv.Entries {
-		idx[e.ID] = i
-	}
+	want := map[string]bool{}
 	for _, m := range set {
-		id := inventory.IDOf(m.Namespace, m.Name, m.GroupKind)
-		i, ok := idx[id]
-		if !ok {
+		want[inventory.IDOf(m.Namespace, m.Name, m.GroupKind)] = true
+	}
+	for i, e := range inv.Entries {
+		if !want[e.ID] {
 			continue
 		}
-		u := &metav1.PartialObjectMetadata{}
-		u.SetGroupVersionKind(m.GroupKind.WithVersion(versionOf(inv.Entries[i].Version)))
-		if err := p.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, u); err != nil {
-			return fmt.Errorf("reading %s after apply: %w", id, err)
+		u, err := e.Object()
+		if err != nil {
+			return err
+		}
+		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return fmt.Errorf("reading %s after apply: %w", e.ID, err)
 		}
 		inv.Entries[i].ResourceVersion = u.GetResourceVersion()
 	}
 	return nil
-}
-
-// versionOf returns the version of an apiVersion ("apps/v1" → "v1").
-func versionOf(apiVersion string) string {
-	if i := strings.LastIndex(apiVersion, "/"); i >= 0 {
-		return apiVersion[i+1:]
-	}
-	return apiVersion
 }

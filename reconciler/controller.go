@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/converge-dev/converge/config"
 	"github.com/converge-dev/converge/gitops"
 	"github.com/converge-dev/converge/graph"
 )
@@ -106,9 +105,7 @@ func (s *GitSync) input(ctx context.Context) Input {
 	if err != nil {
 		return fail(art.Revision, err)
 	}
-	unlock := s.Engine.Lock()
-	cfg, err := config.Load(s.Engine.Context(), dir)
-	unlock()
+	cfg, err := s.Engine.LoadConfig(dir)
 	if err != nil {
 		return fail(art.Revision, fmt.Errorf("revision %s: %w", art.Revision, err))
 	}

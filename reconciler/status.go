@@ -8,9 +8,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +22,7 @@ import (
 )
 
 // hcGVK is the HyperConverged's GroupVersionKind.
-var hcGVK = metav1.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
+var hcGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
 
 // writeStatus computes the HC status (conditions aggregated from the
 // operand CRs whose health rule is "conditions", observedGeneration,
@@ -31,9 +33,9 @@ var hcGVK = metav1.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1"
 // taken for drift.
 func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r *graph.Rendered, inv *inventory.Inventory, syncErr error, res *Result) (bool, error) {
 	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(schemaGVK(hcGVK))
+	cur.SetGroupVersionKind(hcGVK)
 	if err := p.Reader.Get(ctx, key, cur); err != nil {
-		if apierrors.IsNotFound(err) || isNoMatch(err) {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return false, nil // nothing to report on yet
 		}
 		return false, fmt.Errorf("reading HyperConverged %s: %w", key, err)
@@ -60,7 +62,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 		if res.Revision != "" {
 			desired["revision"] = res.Revision
 		}
-		desired["versions"] = []any{map[string]any{"name": "operator", "version": operatorVersion}}
+		desired["versions"] = []any{map[string]any{"name": "operator", "version": r.Version}}
 	}
 	agg := hcstatus.Aggregate(in)
 	if r == nil {
@@ -70,7 +72,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 	res.Conditions = conds
 	desired["conditions"] = toJSON(conds)
 	desired["systemHealthStatus"] = hcstatus.SystemHealth(conds)
-	if reflect.DeepEqual(normalize(desired), normalize(status)) {
+	if reflect.DeepEqual(toJSON(desired), toJSON(status)) {
 		return false, nil
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{
@@ -84,7 +86,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 	res.Writes++
 	if inv != nil {
 		for i, e := range inv.Entries {
-			if e.ID == inventory.IDOf(key.Namespace, key.Name, schemaGVK(hcGVK).GroupKind()) {
+			if e.ID == inventory.IDOf(key.Namespace, key.Name, hcGVK.GroupKind()) {
 				inv.Entries[i].ResourceVersion = patch.GetResourceVersion()
 			}
 		}
@@ -105,7 +107,7 @@ func (p *Pipeline) readOperands(ctx context.Context, r *graph.Rendered) ([]hcsta
 			cur.SetGroupVersionKind(o.GroupVersionKind())
 			op := hcstatus.Operand{Kind: o.GetKind()}
 			err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
-			if err != nil && !apierrors.IsNotFound(err) && !isNoMatch(err) {
+			if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 				return nil, fmt.Errorf("reading %s: %w", ssaSubject(o), err)
 			}
 			if raw, ok, _ := unstructured.NestedSlice(cur.Object, "status", "conditions"); ok {
@@ -138,5 +140,3 @@ func toJSON(v any) any {
 	_ = json.Unmarshal(b, &out)
 	return out
 }
-
-func normalize(m map[string]any) any { return toJSON(m) }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/config"
 	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/reconciler"
@@ -72,9 +71,7 @@ func (g *globals) renderForCluster(ctx context.Context, path string) (client.Cli
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock := e.Lock()
-	cfg, err := config.Load(e.Context(), path)
-	unlock()
+	cfg, err := e.LoadConfig(path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,7 +6,10 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/reconciler"
@@ -18,7 +21,8 @@ func newDiff(g *globals) *cobra.Command {
 		Short: "Show what an apply of a config would change in the cluster",
 		Long: `diff renders the config at PATH and asks the API server for a server-side
 apply dry run of every object (fluxcd/pkg/ssa Diff), printing a unified
-diff of each object that would be created or changed. Exits 0 either way.`,
+diff of each object that would be created or changed; an object whose CRD
+this render would install first is shown as created. Exits 0 either way.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -27,27 +31,28 @@ diff of each object that would be created or changed. Exits 0 either way.`,
 				return err
 			}
 			p := reconciler.NewPipeline(c, nil, reconciler.DefaultOptions())
-			owner := p.Manager.GetOwnerLabels(r.HyperConverged.GetName(), r.HyperConverged.GetNamespace())
+			// The HC's uid, if it exists, for the ownerReferences apply sets.
+			hc := r.HyperConverged.DeepCopy()
+			if err := c.Get(ctx, client.ObjectKeyFromObject(hc), hc); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+				return err
+			}
 			changed := 0
 			for _, o := range r.Objects() {
-				desired := o.DeepCopy()
-				labels := desired.GetLabels()
-				if labels == nil {
-					labels = map[string]string{}
-				}
-				for k, v := range owner {
-					labels[k] = v
-				}
-				desired.SetLabels(labels)
+				desired := p.Desired(r, o, string(hc.GetUID()))
 				entry, live, merged, err := p.Manager.Diff(ctx, desired, ssa.DefaultDiffOptions())
-				if err != nil {
+				switch {
+				case meta.IsNoMatchError(err):
+					// Its CRD is in this render but not served yet: a creation.
+					live, merged = nil, desired
+				case err != nil:
 					return err
-				}
-				if entry.Action == ssa.UnchangedAction || entry.Action == ssa.SkippedAction {
+				case entry.Action == ssa.UnchangedAction || entry.Action == ssa.SkippedAction:
 					continue
+				case entry.Action == ssa.CreatedAction:
+					merged = desired
 				}
 				changed++
-				if err := printDiff(g, entry.Subject, live, merged); err != nil {
+				if err := printDiff(g, subject(desired), live, merged); err != nil {
 					return err
 				}
 			}
@@ -85,4 +90,12 @@ func printDiff(g *globals, subject string, live, merged *unstructured.Unstructur
 	}
 	fmt.Fprint(g.stdout, d)
 	return nil
+}
+
+// subject names u as KIND/NAMESPACE/NAME (KIND/NAME when cluster-scoped).
+func subject(u *unstructured.Unstructured) string {
+	if u.GetNamespace() != "" {
+		return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+	}
+	return u.GetKind() + "/" + u.GetName()
 }

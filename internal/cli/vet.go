@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/converge-dev/converge/config"
 	"github.com/converge-dev/converge/graph"
 )
 
@@ -36,9 +35,7 @@ func (g *globals) load(path string, derive bool) (*graph.Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock := e.Lock()
-	cfg, err := config.Load(e.Context(), path)
-	unlock()
+	cfg, err := e.LoadConfig(path)
 	if err != nil {
 		return nil, err
 	}

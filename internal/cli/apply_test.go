@@ -1,0 +1,87 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/converge-dev/converge/internal/cli"
+	"github.com/converge-dev/converge/internal/controlplane"
+)
+
+// TestApplyDiff drives `converge apply` and `converge diff` against a real
+// kube-apiserver through a kubeconfig, as a user would.
+func TestApplyDiff(t *testing.T) {
+	env, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config")
+	if err := os.CopyFS(config, os.DirFS(filepath.Join("..", "..", "testdata", "example"))); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, int) {
+		var out, errb bytes.Buffer
+		code := cli.Run(append([]string{"--kubeconfig", kubeconfig}, args...), &out, &errb)
+		return out.String() + errb.String(), code
+	}
+	rows := func(out, action string) int { return strings.Count(out, " "+action+"\n") }
+
+	out, code := run("diff", config)
+	if code != 0 || !strings.Contains(out, "+++ desired/KubeVirt/kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged") {
+		t.Fatalf("diff before apply (exit %d) does not show the KubeVirt to create:\n%s", code, out)
+	}
+
+	out, code = run("apply", "--revision", "r1", config)
+	if code != 0 {
+		t.Fatalf("apply exit %d:\n%s", code, out)
+	}
+	if n := rows(out, "created"); n != 13 {
+		t.Errorf("first apply created %d objects, want 13 (6 CRDs, Namespace, HyperConverged, PriorityClass, KubeVirt, CDI, NetworkAddonsConfig, HostPathProvisioner)\n%s", n, out)
+	}
+	if !strings.Contains(out, "Available          False") || !strings.Contains(out, "resource has no conditions") {
+		t.Errorf("apply output lacks the HC conditions:\n%s", out)
+	}
+
+	out, code = run("diff", config)
+	if code != 0 || strings.TrimSpace(out) != "no changes" {
+		t.Errorf("diff after apply (exit %d) = %q, want no changes", code, out)
+	}
+
+	b, err := os.ReadFile(filepath.Join(config, "hyperconverged.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte("uninstallStrategy: BlockUninstallIfWorkloadsExist"), []byte("uninstallStrategy: RemoveWorkloads"), 1)
+	if err := os.WriteFile(filepath.Join(config, "hyperconverged.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = run("diff", config)
+	if !strings.Contains(out, "+  uninstallStrategy: RemoveWorkloads") || !strings.Contains(out, "-  uninstallStrategy: BlockUninstallIfWorkloadsExist") {
+		t.Errorf("diff does not show the uninstallStrategy change:\n%s", out)
+	}
+	out, code = run("apply", config)
+	if code != 0 {
+		t.Fatalf("second apply exit %d:\n%s", code, out)
+	}
+	if n := rows(out, "configured"); n != 3 { // HC, KubeVirt, CDI
+		t.Errorf("second apply configured %d objects, want 3 (HyperConverged, KubeVirt, CDI):\n%s", n, out)
+	}
+
+	// Bad input: exit 1 and nothing applied.
+	if err := os.WriteFile(filepath.Join(config, "hyperconverged.yaml"), bytes.Replace(b, []byte("RemoveWorkloads"), []byte("Nope"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run("apply", config)
+	if code != 1 || !strings.Contains(out, "spec.uninstallStrategy") || strings.Contains(out, "ACTION") {
+		t.Errorf("apply of a bad config: exit %d, want 1 with an error naming spec.uninstallStrategy and no inventory:\n%s", code, out)
+	}
+}

@@ -1,0 +1,86 @@
+package inventory
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func obj(apiVersion, kind, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func TestIDRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		u  *unstructured.Unstructured
+		id string
+	}{
+		{obj("kubevirt.io/v1", "KubeVirt", "kubevirt-hyperconverged", "kv"), "kubevirt-hyperconverged_kv_kubevirt.io_KubeVirt"},
+		{obj("v1", "Namespace", "", "ns"), "_ns__Namespace"},
+		{obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "cdis.cdi.kubevirt.io"), "_cdis.cdi.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition"},
+	} {
+		if got := ID(tc.u); got != tc.id {
+			t.Errorf("ID = %q, want %q", got, tc.id)
+		}
+		back, err := Entry{ID: tc.id, Version: tc.u.GetAPIVersion()}.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.GroupVersionKind() != tc.u.GroupVersionKind() || back.GetNamespace() != tc.u.GetNamespace() || back.GetName() != tc.u.GetName() {
+			t.Errorf("Object(%q) = %v %s/%s, want %v %s/%s", tc.id, back.GroupVersionKind(), back.GetNamespace(), back.GetName(),
+				tc.u.GroupVersionKind(), tc.u.GetNamespace(), tc.u.GetName())
+		}
+	}
+	if _, _, _, err := ParseID("a_b_c"); err == nil {
+		t.Error("ParseID accepted an ID with three parts")
+	}
+}
+
+func TestStale(t *testing.T) {
+	inv := func(ids ...string) *Inventory {
+		i := &Inventory{}
+		for _, id := range ids {
+			i.Entries = append(i.Entries, Entry{ID: id})
+		}
+		return i
+	}
+	for _, tc := range []struct {
+		name      string
+		old, next *Inventory
+		want      []string
+	}{
+		{"no previous inventory", nil, inv("a_b_c_d"), nil},
+		{"nothing left", inv("a_b_c_d"), inv("a_b_c_d", "e_f_g_h"), nil},
+		{"one left", inv("a_b_c_d", "e_f_g_h"), inv("e_f_g_h"), []string{"a_b_c_d"}},
+		{"everything left", inv("a_b_c_d"), nil, []string{"a_b_c_d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Stale(tc.old, tc.next)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Stale = %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i].ID != tc.want[i] {
+					t.Errorf("Stale[%d] = %s, want %s", i, got[i].ID, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestDigest(t *testing.T) {
+	a := obj("v1", "ConfigMap", "ns", "x")
+	b := obj("v1", "ConfigMap", "ns", "x")
+	if Digest(a) != Digest(b) {
+		t.Error("equal objects have different digests")
+	}
+	b.SetLabels(map[string]string{"k": "v"})
+	if Digest(a) == Digest(b) {
+		t.Error("a label change did not change the digest")
+	}
+}
