@@ -22,7 +22,8 @@ import (
 // (one-hour) interval.
 func TestDriftIsReverted(t *testing.T) {
 	repo := newGitRepo(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+	cfg := startEnv(t)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestDriftIsReverted(t *testing.T) {
 		t.Fatal("no first sync")
 	}
 
-	c, err := client.New(env.Config, client.Options{})
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

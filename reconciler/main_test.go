@@ -1,27 +1,21 @@
 package reconciler_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/converge-dev/converge/internal/controlplane"
 )
 
-// env is the real kube-apiserver + etcd every test in this package uses.
-var env *controlplane.Env
-
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	env, err = controlplane.Start()
+// startEnv starts a real kube-apiserver + etcd for one test (each test
+// gets a clean cluster) and stops it when the test ends.
+func startEnv(t *testing.T) *rest.Config {
+	t.Helper()
+	env, err := controlplane.Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		t.Fatal(err)
 	}
-	defer env.Stop()
-	return m.Run()
+	t.Cleanup(func() { _ = env.Stop() })
+	return env.Config
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/gitops"
@@ -75,6 +76,7 @@ func (r *gitRepo) edit(name, old, new string) {
 
 // syncer runs GitSync.Reconcile directly (no manager) and keeps results.
 type syncer struct {
+	cfg *rest.Config
 	s   *reconciler.GitSync
 	c   client.Client
 	res *reconciler.Result
@@ -83,7 +85,8 @@ type syncer struct {
 
 func newSyncer(t *testing.T, repo *gitRepo) *syncer {
 	t.Helper()
-	c, err := client.New(env.Config, client.Options{})
+	cfg := startEnv(t)
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func newSyncer(t *testing.T, repo *gitRepo) *syncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sy := &syncer{c: c}
+	sy := &syncer{cfg: cfg, c: c}
 	sy.s = &reconciler.GitSync{
 		Fetcher:  gitops.NewFetcher(gitops.Options{CacheDir: t.TempDir()}),
 		Source:   gitops.Source{URL: repo.dir},
@@ -117,7 +120,7 @@ func (sy *syncer) sync(t *testing.T) {
 // owns (and the inventory), by kind/namespace/name.
 func (sy *syncer) resourceVersions(t *testing.T, cs *ssa.ChangeSet) map[string]string {
 	t.Helper()
-	c, err := client.New(env.Config, client.Options{})
+	c, err := client.New(sy.cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +255,7 @@ func TestGitSync(t *testing.T) {
 	hpp := &unstructured.Unstructured{}
 	hpp.SetAPIVersion("hostpathprovisioner.kubevirt.io/v1beta1")
 	hpp.SetKind("HostPathProvisioner")
-	fresh, err := client.New(env.Config, client.Options{})
+	fresh, err := client.New(sy.cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
