@@ -66,6 +66,10 @@ func (s *GitSync) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 	logger := log.FromContext(ctx)
 	in := s.input(ctx)
 	res, err := s.Pipeline.Sync(ctx, in)
+	if err != nil && ctx.Err() != nil {
+		// Shutting down: the interrupted sync is retried on the next start.
+		return reconcile.Result{}, nil
+	}
 	if err == nil && in.Rendered != nil && s.ctrl != nil {
 		s.ensureWatches(ctx, in.Rendered)
 	}
