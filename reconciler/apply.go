@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	"golang.org/x/sync/errgroup"
@@ -75,7 +76,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 					if inventory.ID(applied) == inventory.ID(r.HyperConverged) {
 						hcUID = string(applied.GetUID())
 					}
-					if action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" {
+					if action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" && !current(applied) {
 						waitSet = append(waitSet, object.UnstructuredToObjMetadata(desired))
 					}
 				}
@@ -180,6 +181,14 @@ func mergeInventory(prev, applied *inventory.Inventory) *inventory.Inventory {
 		out.Entries = append(out.Entries, e)
 	}
 	return out.Sort()
+}
+
+// current reports whether kstatus already finds the object the API server
+// returned Current (a ConfigMap, a PriorityClass): such objects need no
+// wait and no re-read. A fresh CRD (not yet Established) is not.
+func current(u *unstructured.Unstructured) bool {
+	res, err := status.Compute(u)
+	return err == nil && res.Status == status.CurrentStatus
 }
 
 // refreshVersions re-reads the resourceVersion of the objects in set and

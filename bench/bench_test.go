@@ -1,0 +1,223 @@
+// Package bench measures converge against baselines run in the same
+// process on the same local kube-apiserver: render time of the example
+// graph, and first-sync / no-op-resync time and API request counts for
+// converge's pipeline, fluxcd/pkg/ssa ApplyAllStaged, and one plain SSA
+// PATCH per object (the floor). Run with `make bench`; compare ns/op and
+// requests/op between the sub-benchmarks of one run.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	"github.com/go-logr/logr"
+	"github.com/fluxcd/pkg/ssa"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/reconciler"
+)
+
+// BenchmarkRender renders the example config (validation, derivation,
+// jsonpatch, ordering); the CRDs are generated once per engine and cached.
+func BenchmarkRender(b *testing.B) {
+	e, err := graph.NewEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := e.LoadConfig(filepath.Join("..", "testdata", "example"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.CRDs(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := e.Render(cfg, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// counter counts the HTTP requests a client sends.
+type counter struct {
+	n  atomic.Int64
+	rt http.RoundTripper
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func countingClient(b *testing.B, cfg *rest.Config) (client.Client, *counter) {
+	c := &counter{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { c.rt = rt; return c })
+	cl, err := client.New(cfg, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl, c
+}
+
+// objects returns a namespace and 400 ConfigMaps + 100 Deployments in it
+// (the set of ../shared/notes/controlplane.md).
+func objects(ns string) (*unstructured.Unstructured, []*unstructured.Unstructured) {
+	nsObj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	var objs []*unstructured.Unstructured
+	for i := range 400 {
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": fmt.Sprintf("cm-%d", i), "namespace": ns},
+			"data":     map[string]any{"key": fmt.Sprintf("value-%d", i)},
+		}})
+	}
+	for i := range 100 {
+		name := fmt.Sprintf("deploy-%d", i)
+		labels := map[string]any{"app": name}
+		objs = append(objs, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": labels},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": labels},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "registry.local/app:1"}}},
+				},
+			},
+		}})
+	}
+	return nsObj, objs
+}
+
+// rendered wraps the set as a graph for converge's pipeline: the
+// namespace in one stage, the rest in the next. Deployments are not
+// waited on (no controller-manager runs here).
+func rendered(ns string) *graph.Rendered {
+	nsObj, objs := objects(ns)
+	hc := &unstructured.Unstructured{}
+	hc.SetAPIVersion("hco.kubevirt.io/v1beta1")
+	hc.SetKind("HyperConverged")
+	hc.SetNamespace(ns)
+	hc.SetName("bench")
+	return &graph.Rendered{
+		HyperConverged: hc,
+		Stages:         []graph.Stage{{Name: "ns", Objects: []*unstructured.Unstructured{nsObj}}, {Name: "objects", Objects: objs}},
+		Health:         map[string]string{"Deployment": "none"},
+		OwnedByHC:      map[string]bool{},
+	}
+}
+
+var env *controlplane.Env
+
+func TestMain(m *testing.M) {
+	log.SetLogger(logr.Discard())
+	var err error
+	if env, err = controlplane.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+var seq atomic.Int64
+
+func nextNS(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
+// BenchmarkApply applies 500 objects (+ a namespace) per engine. "first"
+// creates them in a new namespace each iteration; "noop" re-applies an
+// unchanged set. requests/op counts every API request.
+func BenchmarkApply(b *testing.B) {
+	ctx := context.Background()
+	converge := func(b *testing.B, noop bool) {
+		c, n := countingClient(b, env.Config)
+		p := reconciler.NewPipeline(c, nil, reconciler.DefaultOptions())
+		var r *graph.Rendered
+		if noop {
+			r = rendered(nextNS("converge"))
+			if _, err := p.Sync(ctx, reconciler.Input{Rendered: r, Revision: "r"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n.n.Store(0)
+		b.ResetTimer()
+		for b.Loop() {
+			if !noop {
+				r = rendered(nextNS("converge"))
+			}
+			if _, err := p.Sync(ctx, reconciler.Input{Rendered: r, Revision: "r"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n.n.Load())/float64(b.N), "requests/op")
+	}
+	ssaStaged := func(b *testing.B, noop bool) {
+		c, n := countingClient(b, env.Config)
+		m := ssa.NewResourceManager(c, polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{}), reconciler.Owner)
+		m.SetConcurrency(16)
+		all := func(ns string) []*unstructured.Unstructured {
+			nsObj, objs := objects(ns)
+			return append([]*unstructured.Unstructured{nsObj}, objs...)
+		}
+		var set []*unstructured.Unstructured
+		if noop {
+			set = all(nextNS("ssa"))
+			if _, err := m.ApplyAllStaged(ctx, set, ssa.DefaultApplyOptions()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n.n.Store(0)
+		b.ResetTimer()
+		for b.Loop() {
+			if !noop {
+				set = all(nextNS("ssa"))
+			}
+			if _, err := m.ApplyAllStaged(ctx, set, ssa.DefaultApplyOptions()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n.n.Load())/float64(b.N), "requests/op")
+	}
+	floor := func(b *testing.B) {
+		c, n := countingClient(b, env.Config)
+		b.ResetTimer()
+		for b.Loop() {
+			nsObj, objs := objects(nextNS("patch"))
+			if err := c.Patch(ctx, nsObj, client.Apply, client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+				b.Fatal(err)
+			}
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(16)
+			for _, o := range objs {
+				g.Go(func() error {
+					return c.Patch(gctx, o, client.Apply, client.FieldOwner("bench"), client.ForceOwnership)
+				})
+			}
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(n.n.Load())/float64(b.N), "requests/op")
+	}
+	b.Run("floor-patch16/first", floor)
+	b.Run("converge/first", func(b *testing.B) { converge(b, false) })
+	b.Run("converge/noop", func(b *testing.B) { converge(b, true) })
+	b.Run("ssa-ApplyAllStaged/first", func(b *testing.B) { ssaStaged(b, false) })
+	b.Run("ssa-ApplyAllStaged/noop", func(b *testing.B) { ssaStaged(b, true) })
+}
