@@ -20,13 +20,7 @@ func TestFetchErrors(t *testing.T) {
 	closed := closedPortURL(t)
 	hanging := hangingServer(t)
 
-	cases := []struct {
-		name    string
-		src     Source
-		timeout time.Duration
-		want    error
-		substr  []string // the message must contain each
-	}{
+	cases := []fetchErrCase{
 		{"ssh scheme", Source{URL: "ssh://git@example.com/repo.git"}, 0, ErrUnsupportedScheme,
 			[]string{"unsupported URL scheme", `"ssh"`, "ssh://git@example.com/repo.git"}},
 		{"scp-like", Source{URL: "git@example.com:org/repo.git"}, 0, ErrUnsupportedScheme,
@@ -57,29 +51,11 @@ func TestFetchErrors(t *testing.T) {
 	}
 	for kind, url := range urlsFor(t, f, srv) {
 		cases = append(cases,
-			struct {
-				name    string
-				src     Source
-				timeout time.Duration
-				want    error
-				substr  []string
-			}{"missing branch " + kind, Source{URL: url, Ref: Ref{Branch: "nope"}}, 0, ErrRefNotFound,
+			fetchErrCase{"missing branch " + kind, Source{URL: url, Ref: Ref{Branch: "nope"}}, 0, ErrRefNotFound,
 				[]string{"ref not found", `branch "nope"`, url}},
-			struct {
-				name    string
-				src     Source
-				timeout time.Duration
-				want    error
-				substr  []string
-			}{"missing tag " + kind, Source{URL: url, Ref: Ref{Tag: "v9"}}, 0, ErrRefNotFound,
+			fetchErrCase{"missing tag " + kind, Source{URL: url, Ref: Ref{Tag: "v9"}}, 0, ErrRefNotFound,
 				[]string{"ref not found", `tag "v9"`, url}},
-			struct {
-				name    string
-				src     Source
-				timeout time.Duration
-				want    error
-				substr  []string
-			}{"missing commit " + kind, Source{URL: url, Ref: Ref{Commit: missing}}, 0, ErrRefNotFound,
+			fetchErrCase{"missing commit " + kind, Source{URL: url, Ref: Ref{Commit: missing}}, 0, ErrRefNotFound,
 				[]string{"ref not found", "commit " + missing, url}},
 		)
 	}
@@ -289,4 +265,14 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("parseURL(%q) = %q, %v; want %q", tc.in, ep.key, err, tc.key)
 		}
 	}
+}
+
+// fetchErrCase is one failing Fetch: the error it must match with
+// errors.Is and the substrings its message must contain.
+type fetchErrCase struct {
+	name    string
+	src     Source
+	timeout time.Duration
+	want    error
+	substr  []string
 }
