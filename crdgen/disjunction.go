@@ -64,10 +64,14 @@ func resolved(u cue.Value) bool {
 	if op, _ := u.Expr(); op == cue.OrOp {
 		return false
 	}
-	if u.IncompleteKind()&cue.StructKind != 0 {
+	// A value that still has a default shows the default's structure
+	// (a struct's fields, a list's elements), not the disjunct's.
+	if u.IncompleteKind()&(cue.StructKind|cue.ListKind) != 0 {
 		if _, ok := u.Default(); ok {
 			return false
 		}
+	}
+	if u.IncompleteKind()&cue.StructKind != 0 {
 		if _, err := u.Fields(cue.Optional(true)); err != nil {
 			return false
 		}

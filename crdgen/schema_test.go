@@ -364,6 +364,20 @@ import (
 		wantType(t, at(t, s, "spec", "big"), "integer")
 	},
 }, {
+	name: "list with a closed default still allows the open list",
+	src: `#M: "LiveMigrate" | "Evict"
+#R: spec?: {m: *["LiveMigrate"] | [...#M]}`,
+	check: func(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
+		m := at(t, s, "spec", "m")
+		if m.MaxItems != nil || m.MinItems != nil {
+			t.Errorf("m: the default [LiveMigrate] must not bound the list: %s", dump(m))
+		}
+		if m.Items == nil || len(m.Items.Schema.Enum) != 2 {
+			t.Errorf("m: items must allow both methods: %s", dump(m))
+		}
+		wantDefault(t, m, `["LiveMigrate"]`)
+	},
+}, {
 	name: "int or string and any",
 	src:  `#R: spec?: {port?: int | string, any?: _, b?: bytes, n?: null | string, anyList?: [...]}`,
 	check: func(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
