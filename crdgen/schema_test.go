@@ -112,6 +112,8 @@ var schemaCases = []schemaCase{{
 	b?: int & >0 & <100
 	c?: uint8
 	d?: int32
+	e?: int64
+	f?: int64 & >=0
 }`,
 	check: func(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
 		a := at(t, s, "spec", "a")
@@ -133,6 +135,15 @@ var schemaCases = []schemaCase{{
 		if d := at(t, s, "spec", "d"); d.Format != "int32" {
 			t.Errorf("d: want format int32, got %s", dump(d))
 		}
+		// ±2^63 is no integer a float64 bound can hold: the API server
+		// rejects it; the format says the range.
+		if e := at(t, s, "spec", "e"); e.Maximum != nil || e.Minimum != nil || e.Format != "int64" {
+			t.Errorf("e: want format int64 and no bounds, got %s", dump(e))
+		}
+		if f := at(t, s, "spec", "f"); f.Maximum != nil {
+			t.Errorf("f: want no maximum, got %s", dump(f))
+		}
+		wantNum(t, "f.minimum", at(t, s, "spec", "f").Minimum, 0)
 	},
 }, {
 	name: "regex gives pattern",

@@ -43,6 +43,9 @@ func applyValidations(s, oas *apiextensionsv1.JSONSchemaProps) {
 		s.Minimum, s.ExclusiveMinimum = oas.Minimum, oas.ExclusiveMinimum && oas.Minimum != nil
 		s.Maximum, s.ExclusiveMaximum = oas.Maximum, oas.ExclusiveMaximum && oas.Maximum != nil
 		s.MultipleOf = oas.MultipleOf
+		if s.Type == "integer" {
+			dropUnrepresentableBounds(s)
+		}
 	case "array":
 		if s.MinItems == nil {
 			s.MinItems = oas.MinItems
@@ -279,4 +282,20 @@ func unexclude(b apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProp
 		return b.AllOf[0]
 	}
 	return b
+}
+
+// maxExactInt is the largest integer a float64 bound holds exactly (2^53).
+const maxExactInt = 1 << 53
+
+// dropUnrepresentableBounds removes integer bounds a float64 cannot hold
+// exactly, such as CUE int64's ±2^63: the API server rejects them as not
+// integers ("Maximum boundary value must be of type integer"). Such a
+// bound only restates the int64 range, which the format says.
+func dropUnrepresentableBounds(s *apiextensionsv1.JSONSchemaProps) {
+	if s.Minimum != nil && (*s.Minimum <= -maxExactInt || *s.Minimum >= maxExactInt) {
+		s.Minimum, s.ExclusiveMinimum = nil, false
+	}
+	if s.Maximum != nil && (*s.Maximum <= -maxExactInt || *s.Maximum >= maxExactInt) {
+		s.Maximum, s.ExclusiveMaximum = nil, false
+	}
 }
