@@ -8,6 +8,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -126,6 +127,10 @@ var env *controlplane.Env
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		os.Exit(m.Run()) // no benchmarks asked for: no control plane
+	}
 	var err error
 	if env, err = controlplane.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
