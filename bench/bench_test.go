@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
-	"github.com/go-logr/logr"
 	"github.com/fluxcd/pkg/ssa"
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -97,7 +97,7 @@ func objects(ns string) (*unstructured.Unstructured, []*unstructured.Unstructure
 				"selector": map[string]any{"matchLabels": labels},
 				"template": map[string]any{
 					"metadata": map[string]any{"labels": labels},
-					"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "registry.local/app:1"}}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "registry.local/app:1"}}},
 				},
 			},
 		}})
