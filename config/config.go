@@ -17,6 +17,7 @@ import (
 // Kinds the config may hold, by "apiVersion/kind".
 const (
 	KindHyperConverged      = "hco.kubevirt.io/v1beta1/HyperConverged"
+	KindHyperConvergedV1    = "hco.kubevirt.io/v1/HyperConverged"
 	KindHostPathProvisioner = "hostpathprovisioner.kubevirt.io/v1beta1/HostPathProvisioner"
 )
 
@@ -53,7 +54,7 @@ func Load(ctx *cue.Context, dir string) (*Config, error) {
 		cfg.Files = append(cfg.Files, path)
 	}
 	if !cfg.HyperConverged.Exists() {
-		return nil, fmt.Errorf("%s: no HyperConverged (apiVersion hco.kubevirt.io/v1beta1, kind HyperConverged) found in %s",
+		return nil, fmt.Errorf("%s: no HyperConverged (apiVersion hco.kubevirt.io/v1beta1 or hco.kubevirt.io/v1, kind HyperConverged) found in %s",
 			dir, strings.Join(cfg.Files, ", "))
 	}
 	return cfg, nil
@@ -124,7 +125,7 @@ func (c *Config) addDoc(path string, d cue.Value) error {
 	k, _ := d.LookupPath(cue.ParsePath("kind")).String()
 	pos := d.Pos()
 	switch av + "/" + k {
-	case KindHyperConverged:
+	case KindHyperConverged, KindHyperConvergedV1:
 		if c.HyperConverged.Exists() {
 			return fmt.Errorf("%s: a second HyperConverged (the first is at %s); a config holds one", pos, c.HyperConverged.Pos())
 		}
@@ -136,7 +137,7 @@ func (c *Config) addDoc(path string, d cue.Value) error {
 		c.HostPathProvisioner = d
 	default:
 		return fmt.Errorf("%s: unsupported document apiVersion %q kind %q: a config holds a HyperConverged (%s) and optionally a HostPathProvisioner (%s)",
-			pos, av, k, "hco.kubevirt.io/v1beta1", "hostpathprovisioner.kubevirt.io/v1beta1")
+			pos, av, k, "hco.kubevirt.io/v1beta1 or v1", "hostpathprovisioner.kubevirt.io/v1beta1")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -96,7 +97,7 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 		}
 		g = g.FillPath(cue.ParsePath("hostPathProvisioner"), hpp)
 	}
-	return e.decodeGraph(g, hc, crds)
+	return e.decodeGraph(g, g.LookupPath(cue.ParsePath("v1")), crds)
 }
 
 // Facts validates facts against #ClusterFacts and returns them with the
@@ -104,7 +105,13 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 func (e *Engine) Facts(facts map[string]any) (cue.Value, error) {
 	v := e.def("#ClusterFacts")
 	if facts != nil {
-		v = v.Unify(e.ctx.Encode(facts))
+		// Through JSON text, so that a YAML-decoded 3 (a float64) is the CUE
+		// integer 3 that #ClusterFacts' int fields accept.
+		b, err := json.Marshal(facts)
+		if err != nil {
+			return cue.Value{}, fmt.Errorf("cluster facts: %w", err)
+		}
+		v = v.Unify(e.ctx.CompileBytes(b, cue.Filename("facts")))
 	}
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		return cue.Value{}, Format(fmt.Errorf("cluster facts: %w", err))

@@ -22,7 +22,7 @@ import (
 )
 
 // hcGVK is the HyperConverged's GroupVersionKind.
-var hcGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
+var hcGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
 
 // writeStatus computes the HC status (conditions aggregated from the
 // operand CRs whose health rule is "conditions", observedGeneration,

@@ -162,7 +162,7 @@ func actions(cs *ssa.ChangeSet) map[string]ssa.Action {
 func hcCondition(t *testing.T, c client.Client, typ string) (status, reason, message string) {
 	t.Helper()
 	hc := &unstructured.Unstructured{}
-	hc.SetAPIVersion("hco.kubevirt.io/v1beta1")
+	hc.SetAPIVersion("hco.kubevirt.io/v1")
 	hc.SetKind("HyperConverged")
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kubevirt-hyperconverged", Name: "kubevirt-hyperconverged"}, hc); err != nil {
 		t.Fatal(err)
