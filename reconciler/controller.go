@@ -40,6 +40,10 @@ type GitSync struct {
 	Facts func(ctx context.Context) (map[string]any, error)
 	// OnResult, if set, is called after every sync (for logs and tests).
 	OnResult func(*Result, error)
+	// OnRender, if set, is called with every new successful render (a new
+	// revision or new facts), before it is applied; the controller uses it
+	// to follow the HC's certConfig for its webhook certificate.
+	OnRender func(*graph.Rendered)
 
 	mu       sync.Mutex
 	last     lastRender
@@ -121,6 +125,9 @@ func (s *GitSync) input(ctx context.Context) Input {
 	s.last = lastRender{revision: art.Revision, facts: fd, rendered: r,
 		hc: types.NamespacedName{Namespace: r.HyperConverged.GetNamespace(), Name: r.HyperConverged.GetName()}}
 	s.mu.Unlock()
+	if s.OnRender != nil {
+		s.OnRender(r)
+	}
 	return Input{Rendered: r, Revision: art.Revision}
 }
 

@@ -183,6 +183,19 @@ func run() error {
 			return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())
 		},
 	}
+	if certs != nil {
+		// The webhook certificate follows the HC's certConfig, like the
+		// operands' certificates do.
+		s.OnRender = func(r *graph.Rendered) {
+			l, err := admission.Lifetimes(r.HyperConverged)
+			if err == nil {
+				err = certs.SetLifetimes(l)
+			}
+			if err != nil {
+				ctrl.Log.Error(err, "hco-webhook certificate keeps its lifetimes")
+			}
+		}
+	}
 	if err := s.SetupWithManager(mgr); err != nil {
 		return err
 	}
