@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,22 @@ type Endpoint struct {
 	ServicePort int32
 	// URL is the server's base URL, used when Service is nil.
 	URL string
+}
+
+// ClientConfig gives the WebhookClientConfig (without caBundle) through
+// which the API server reaches path on the endpoint, e.g. for a CRD
+// conversion webhook.
+func (ep Endpoint) ClientConfig(path string) apiextensionsv1.WebhookClientConfig {
+	if ep.Service != nil {
+		port := ep.ServicePort
+		if port == 0 {
+			port = 443
+		}
+		return apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
+			Namespace: ep.Service.Namespace, Name: ep.Service.Name, Path: &path, Port: &port}}
+	}
+	url := strings.TrimSuffix(ep.URL, "/") + path
+	return apiextensionsv1.WebhookClientConfig{URL: &url}
 }
 
 // Register takes a controller-runtime webhook server and a Validator and

@@ -52,6 +52,9 @@ func (e *Engine) generateCRDs() ([]*CRD, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generating CRD %s: %w", name, err)
 		}
+		if err := e.addServedVersions(it.Value(), crd); err != nil {
+			return nil, fmt.Errorf("generating CRD %s: %w", name, err)
+		}
 		crd.TypeMeta.APIVersion = "apiextensions.k8s.io/v1"
 		crd.TypeMeta.Kind = "CustomResourceDefinition"
 		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)

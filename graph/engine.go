@@ -11,6 +11,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/converge-dev/converge"
 )
@@ -25,6 +26,9 @@ type Engine struct {
 	crdsOnce sync.Once
 	crds     []*CRD
 	crdsErr  error
+	// conversion, when set, makes CRDs with alsoServed versions serve them
+	// through this conversion webhook (see EnableConversion).
+	conversion *apiextensionsv1.WebhookClientConfig
 }
 
 // NewEngine loads and builds the embedded CUE module (schema and

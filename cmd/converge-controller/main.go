@@ -183,7 +183,15 @@ func run() error {
 			return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())
 		},
 	}
+	if wh.enabled {
+		// v1beta1 is served too, converted by the /convert webhook.
+		engine.EnableConversion(ep.ClientConfig(admission.ConvertPath))
+	}
 	if certs != nil {
+		// The CRD's conversion webhook gets its caBundle once the first
+		// sync created the CRD (and after every later sync, in case the
+		// CRD was re-created).
+		s.OnResult = func(*reconciler.Result, error) { certs.Trigger() }
 		// The webhook certificate follows the HC's certConfig, like the
 		// operands' certificates do.
 		s.OnRender = func(r *graph.Rendered) {
@@ -237,9 +245,12 @@ func newCertManager(cfg *rest.Config, wh webhookFlags) (*webhookcert.Manager, er
 		return nil, err
 	}
 	return webhookcert.New(c, webhookcert.Options{
-		Secret:     types.NamespacedName{Namespace: ns, Name: wh.secretName},
-		Hosts:      hosts,
-		Targets:    []webhookcert.Target{{Kind: webhookcert.ValidatingWebhook, Name: admission.ConfigurationName}},
+		Secret: types.NamespacedName{Namespace: ns, Name: wh.secretName},
+		Hosts:  hosts,
+		Targets: []webhookcert.Target{
+			{Kind: webhookcert.ValidatingWebhook, Name: admission.ConfigurationName},
+			{Kind: webhookcert.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
+		},
 		CAName:     "converge-webhook-ca",
 		FieldOwner: "converge-webhookcert",
 	})
@@ -254,6 +265,7 @@ func newCertManager(cfg *rest.Config, wh webhookFlags) (*webhookcert.Manager, er
 func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep admission.Endpoint, certs *webhookcert.Manager,
 	facts func(context.Context) (map[string]any, error)) error {
 	admission.Register(mgr.GetWebhookServer(), &admission.Validator{Engine: engine, Facts: facts})
+	admission.RegisterConversion(mgr.GetWebhookServer(), &admission.Converter{Engine: engine})
 	if certs != nil {
 		if err := mgr.Add(certs); err != nil {
 			return err

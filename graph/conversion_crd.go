@@ -1,0 +1,66 @@
+package graph
+
+import (
+	"sort"
+
+	"cuelang.org/go/cue"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/converge-dev/converge/crdgen"
+)
+
+// EnableConversion makes the generated CRDs serve their alsoServed versions
+// (the HyperConverged's v1beta1) next to the storage version, converted by
+// the webhook at cc (a Service or URL, path included; the caBundle is left
+// to whoever injects it, e.g. webhookcert). It must be called before the
+// first CRDs or Render call; without it a CRD serves its storage version
+// only.
+func (e *Engine) EnableConversion(cc apiextensionsv1.WebhookClientConfig) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.conversion = cc.DeepCopy()
+}
+
+// addServedVersions appends to crd the alsoServed versions of the CRD
+// entry v (served, not stored, schemas generated from their CUE
+// definitions) and sets the Webhook conversion strategy, when the engine has
+// a conversion webhook; otherwise it does nothing.
+func (e *Engine) addServedVersions(v cue.Value, crd *apiextensionsv1.CustomResourceDefinition) error {
+	also := v.LookupPath(cue.ParsePath("alsoServed"))
+	if e.conversion == nil || !also.Exists() {
+		return nil
+	}
+	it, err := also.Fields()
+	if err != nil {
+		return Format(err)
+	}
+	var names []string
+	defs := map[string]cue.Value{}
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+		defs[it.Selector().Unquoted()] = it.Value()
+	}
+	sort.Strings(names)
+	for _, version := range names {
+		n := crdgen.Names{
+			Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind, ListKind: crd.Spec.Names.ListKind,
+			Plural: crd.Spec.Names.Plural, Singular: crd.Spec.Names.Singular, ShortNames: crd.Spec.Names.ShortNames,
+			Categories: crd.Spec.Names.Categories, Scope: crd.Spec.Scope, StatusSubresource: true,
+		}
+		other, err := crdgen.Generate(defs[version], n)
+		if err != nil {
+			return err
+		}
+		ver := other.Spec.Versions[0]
+		ver.Storage = false
+		crd.Spec.Versions = append(crd.Spec.Versions, ver)
+	}
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             e.conversion.DeepCopy(),
+			ConversionReviewVersions: []string{"v1"},
+		},
+	}
+	return nil
+}
