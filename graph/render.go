@@ -80,11 +80,14 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 	}
 	defer e.Lock()()
 
-	hc, err := e.validate(cfg.HyperConverged, "#HyperConverged")
-	if err != nil {
+	if _, err := e.validate(cfg.HyperConverged, "#HyperConverged"); err != nil {
 		return nil, err
 	}
-	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), hc)
+	// The graph gets the document as written, not the validated value:
+	// #Graph unifies it with #HyperConverged itself, and unifying an
+	// already-validated value with the schema a second time makes some
+	// rules (the Custom TLS profile's) explode in evaluation time.
+	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), cfg.HyperConverged)
 	fv, err := e.Facts(facts)
 	if err != nil {
 		return nil, err
