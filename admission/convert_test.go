@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,51 @@ spec:
 	}
 	if _, ok := back.GetAnnotations()[graph.V1OnlyFieldsAnnotation]; ok {
 		t.Errorf("the v1 view carries the %s annotation", graph.V1OnlyFieldsAnnotation)
+	}
+
+	// Every valid example of the schema tests, of either version, that
+	// converge renders is admitted by the webhook and stored by the API
+	// server (the generated CRD schema and the conversion accept what the
+	// CUE schema accepts).
+	examples, _ := filepath.Glob(filepath.Join("..", "schema", "testdata", "hyperconverged", "*.yaml"))
+	v1examples, _ := filepath.Glob(filepath.Join("..", "schema", "testdata", "hyperconverged-v1", "*.yaml"))
+	examples = append(examples, v1examples...)
+	if len(examples) < 4 {
+		t.Fatalf("found %d valid examples, want the schema tests' v1beta1 and v1 examples", len(examples))
+	}
+	for i, f := range examples {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := object(t, string(b))
+		ex.SetName(fmt.Sprintf("ex%d-kubevirt-hyperconverged", i))
+		ex.SetNamespace("kubevirt-hyperconverged")
+		ex.SetResourceVersion("")
+		ex.SetUID("")
+		ex.SetCreationTimestamp(metav1.Time{})
+		ex.SetGeneration(0)
+		ex.SetManagedFields(nil)
+		// The webhook also runs the derivation (as HCO's does), so an
+		// example whose render fails (full.yaml's jsonpatch moves a key the
+		// KubeVirt spec lacks) must be refused with the render error.
+		cfg, err := e.LoadConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, renderErr := e.Render(cfg, map[string]any{"platform": "kubernetes", "workerNodes": 2})
+		err = c.Create(ctx, ex)
+		switch {
+		case renderErr == nil && err != nil:
+			t.Errorf("valid example %s refused: %v", f, err)
+		case renderErr != nil && err == nil:
+			t.Errorf("example %s admitted, but converge render fails on it: %v", f, renderErr)
+		case renderErr != nil:
+			last := strings.Split(renderErr.Error(), ": ")
+			if !strings.Contains(err.Error(), last[len(last)-1]) {
+				t.Errorf("example %s refused with %v, want the render error %v", f, err, renderErr)
+			}
+		}
 	}
 
 	// A bad v1beta1 object is refused with the vet message.
