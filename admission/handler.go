@@ -75,7 +75,9 @@ func (v *Validator) Handle(ctx context.Context, req ctrladmission.Request) ctrla
 	if _, err := v.Engine.Render(cfg, facts); err != nil {
 		return ctrladmission.Denied(Message(name, err))
 	}
-	return ctrladmission.Allowed("")
+	// HCO's warnings (deprecated or unknown gates, highBurst…) reach
+	// kubectl without refusing the object.
+	return ctrladmission.Allowed("").WithWarnings(v.Engine.Warnings(cfg)...)
 }
 
 // sameSpecAndAnnotations reports whether two HyperConverged objects (JSON)

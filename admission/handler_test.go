@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,7 @@ func TestValidatorHandle(t *testing.T) {
 		wantVetLines bool   // the message holds converge vet's lines for obj
 		wantRender   bool   // the message holds converge render's lines for obj
 		wantNoRender bool   // allowed without reading facts or rendering
+		wantWarning  string // a warning of the response
 	}{
 		{name: "v1beta1 CREATE with a too short CA duration", op: admissionv1.Create, obj: badCAV1Beta1,
 			wantContains: hcName + ": spec.certConfig.ca: duration (5m) must be at least 10m", wantVetLines: true},
@@ -90,6 +92,9 @@ func TestValidatorHandle(t *testing.T) {
 			wantContains: "invalid jsonPatch in the kubevirt.kubevirt.io/jsonpatch annotation", wantRender: true},
 		{name: "v1beta1 CREATE of a valid object", op: admissionv1.Create, obj: goodV1Beta1, wantAllowed: true},
 		{name: "v1 CREATE of a valid object", op: admissionv1.Create, obj: goodV1, wantAllowed: true},
+		{name: "v1 CREATE with an unknown gate is allowed with HCO's warning", op: admissionv1.Create,
+			obj: hc("v1", "spec:\n  featureGates: [{name: noSuchGate}]\n"), wantAllowed: true,
+			wantWarning: "the noSuchGate featureGate is unknown and ignored."},
 		{name: "CREATE: status is not validated", op: admissionv1.Create, obj: goodV1 + "status:\n  notAField: 1\n", wantAllowed: true},
 		{name: "UPDATE changing neither spec nor annotations is not evaluated", op: admissionv1.Update,
 			old: badCAV1, obj: strings.Replace(badCAV1, "  name:", "  labels: {a: b}\n  name:", 1), wantAllowed: true, wantNoRender: true},
@@ -113,6 +118,12 @@ func TestValidatorHandle(t *testing.T) {
 			msg := resp.Result.Message
 			if resp.Allowed != c.wantAllowed {
 				t.Fatalf("Allowed = %v, want %v; message:\n%s", resp.Allowed, c.wantAllowed, msg)
+			}
+			if c.wantWarning != "" && !slices.Contains(resp.Warnings, c.wantWarning) {
+				t.Errorf("warnings = %q, want %q among them", resp.Warnings, c.wantWarning)
+			}
+			if c.wantWarning == "" && len(resp.Warnings) > 0 {
+				t.Errorf("unexpected warnings %q", resp.Warnings)
 			}
 			if c.wantCode != 0 && resp.Result.Code != c.wantCode {
 				t.Errorf("code = %d, want %d", resp.Result.Code, c.wantCode)

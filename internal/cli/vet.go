@@ -15,12 +15,25 @@ func newVet(g *globals) *cobra.Command {
 		Long: `vet loads the HyperConverged (and HostPathProvisioner, if any) from PATH
 and checks it against converge's CUE schema: the fields, types, defaults
 and validation rules of upstream HCO. Errors name file:line:column, the
-field path and what is allowed. The same check is "cue vet ./schema FILE -d '#HyperConverged'".`,
+field path and what is allowed. Warnings (deprecated or unknown feature
+gates, ignored fields) go to stderr and do not fail the check. The same check is "cue vet ./schema FILE -d '#HyperConverged'".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := g.load(args[0], false)
+			e, err := g.engineFor()
 			if err != nil {
 				return err
+			}
+			cfg, err := e.LoadConfig(args[0])
+			if err != nil {
+				return err
+			}
+			if err := e.Vet(cfg); err != nil {
+				return err
+			}
+			// HCO's webhook warnings: the config is valid, but something in
+			// it is ignored or deprecated.
+			for _, w := range e.Warnings(cfg) {
+				fmt.Fprintf(g.stderr, "warning: %s\n", w)
 			}
 			fmt.Fprintf(g.stdout, "%s: valid\n", args[0])
 			return nil
