@@ -15,9 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,36 +135,9 @@ func TestManagerRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func startControlPlane(t *testing.T) client.Client {
-	t.Helper()
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make bin/kube-apiserver`")
-	}
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func startControlPlane(t *testing.T) client.Client { return controlplane.StartForTest(t) }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return controlplane.FreePort(t) }
 
 // startServer serves /allow (admits everything) with m's certificate.
 func startServer(t *testing.T, ctx context.Context, port int, m *webhookcert.Manager) {

@@ -1,0 +1,47 @@
+package controlplane
+
+import (
+	"net"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// StartForTest starts a kube-apiserver and etcd from bin/ for t (stopped
+// in t's cleanup) and gives a client with the client-go and
+// apiextensions types. It skips t when the binaries are not built.
+func StartForTest(t testing.TB) client.Client {
+	t.Helper()
+	bin, err := BinDir()
+	if err != nil || !Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	env, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// FreePort gives a TCP port on 127.0.0.1 that was free a moment ago, for a
+// server the test starts (a webhook server the API server calls back).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
