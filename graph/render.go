@@ -80,14 +80,20 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 	}
 	defer e.Lock()()
 
-	if _, err := e.validate(cfg.HyperConverged, "#HyperConverged"); err != nil {
-		return nil, err
-	}
-	// The graph gets the document as written, not the validated value:
-	// #Graph unifies it with #HyperConverged itself, and unifying an
-	// already-validated value with the schema a second time makes some
-	// rules (the Custom TLS profile's) explode in evaluation time.
+	// The graph gets the document as written and unifies it with
+	// #HyperConverged itself, once: validating it separately first would
+	// evaluate the schema twice (and unifying an already-validated value
+	// with the schema again makes some rules, the Custom TLS profile's,
+	// explode in evaluation time). Only when the graph's hc is invalid is
+	// the document validated on its own, for errors with the user's paths
+	// (spec.…, not #Graph.hc.spec.…).
 	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), cfg.HyperConverged)
+	if err := g.LookupPath(cue.ParsePath("hc")).Validate(cue.Concrete(true)); err != nil {
+		if _, verr := e.validate(cfg.HyperConverged, "#HyperConverged"); verr != nil {
+			return nil, verr
+		}
+		return nil, Format(err)
+	}
 	fv, err := e.Facts(facts)
 	if err != nil {
 		return nil, err
