@@ -20,6 +20,7 @@ import (
 
 	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -33,10 +34,10 @@ import (
 // and updated through v1beta1, and a bad v1beta1 object is refused by the
 // v1beta1 webhook with converge vet's message.
 func TestConversionThroughAPIServer(t *testing.T) {
-	c := startControlPlane(t)
+	c := controlplane.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	port := freePort(t)
+	port := controlplane.FreePort(t)
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 
 	e, err := graph.NewEngine()

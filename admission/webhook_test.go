@@ -33,7 +33,7 @@ import (
 // unchanged-spec rule). It runs for every version the CRD serves.
 func TestWebhookThroughAPIServer(t *testing.T) {
 	e := sharedEngine(t)
-	c := startControlPlane(t)
+	c := controlplane.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	versions := installHCCRD(t, ctx, c, e)
@@ -49,7 +49,7 @@ func TestWebhookThroughAPIServer(t *testing.T) {
 		}
 	}
 
-	port := freePort(t)
+	port := controlplane.FreePort(t)
 	certs, err := webhookcert.New(c, webhookcert.Options{
 		Secret:  types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
@@ -193,7 +193,7 @@ func installHCCRD(t *testing.T, ctx context.Context, c client.Client, e *graph.E
 		t.Fatal(err)
 	}
 	var versions []string
-	waitFor(t, 30*time.Second, func() bool {
+	controlplane.Eventually(t, 30*time.Second, func() bool {
 		got := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got); err != nil {
 			return false
@@ -236,23 +236,8 @@ func addV1Beta1(t *testing.T, crd *unstructured.Unstructured) {
 // calls the webhook (its configuration takes a moment to be picked up).
 func waitForWebhook(t *testing.T, ctx context.Context, c client.Client, version string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, func() bool {
+	controlplane.Eventually(t, 30*time.Second, func() bool {
 		err := c.Create(ctx, object(t, badCA[version]), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "denied the request")
 	})
-}
-
-func startControlPlane(t *testing.T) client.Client { return controlplane.StartForTest(t) }
-
-func freePort(t *testing.T) int { return controlplane.FreePort(t) }
-
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

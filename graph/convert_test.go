@@ -57,7 +57,7 @@ status: {systemHealthStatus: healthy}
 		{[]string{"spec", "featureGates"}, []any{map[string]any{"name": "downwardMetrics"}}},
 	}
 	for _, c := range checks {
-		if got := lookup(v1, c.path); !reflect.DeepEqual(normaliseJSON(got), normaliseJSON(c.want)) {
+		if got := lookup(v1, c.path); !reflect.DeepEqual(normalise(got), normalise(c.want)) {
 			t.Errorf("v1beta1→v1 %s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
 		}
 	}
@@ -90,12 +90,12 @@ spec:
 		{"spec", "observability"},
 		{"metadata", "annotations"},
 	} {
-		if got, want := lookup(up, p), lookup(orig, p); !reflect.DeepEqual(normaliseJSON(got), normaliseJSON(want)) {
+		if got, want := lookup(up, p), lookup(orig, p); !reflect.DeepEqual(normalise(got), normalise(want)) {
 			t.Errorf("round trip %s = %#v, want %#v", strings.Join(p, "."), got, want)
 		}
 	}
 	gates := lookup(up, []string{"spec", "featureGates"})
-	if !reflect.DeepEqual(normaliseJSON(gates), normaliseJSON([]any{
+	if !reflect.DeepEqual(normalise(gates), normalise([]any{
 		map[string]any{"name": "alignCPUs"}, map[string]any{"name": "template", "state": "Disabled"},
 	})) {
 		t.Errorf("round trip featureGates = %v, want alignCPUs enabled and template disabled", gates)
@@ -116,11 +116,4 @@ func lookup(m map[string]any, path []string) any {
 		cur = mm[p]
 	}
 	return cur
-}
-
-func normaliseJSON(v any) any {
-	b, _ := yaml.Marshal(v)
-	var out any
-	_ = yaml.Unmarshal(b, &out)
-	return out
 }

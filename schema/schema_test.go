@@ -247,14 +247,7 @@ func TestHyperConvergedValid(t *testing.T) {
 		full[k] = v
 	}
 
-	tests := []struct {
-		name string
-		file string // under testdata/hyperconverged, or inline YAML below
-		yaml string
-		want want
-		// specKeys, when set, is the exact key set of the exported spec.
-		specKeys []string
-	}{
+	tests := []validCase{
 		{name: "spec only", yaml: "spec: {}\n", want: upstreamDefaults, specKeys: defaultedSpecKeys},
 		{name: "no spec", yaml: "metadata:\n  name: kubevirt-hyperconverged\n", want: upstreamDefaults, specKeys: defaultedSpecKeys},
 		{name: "minimal", file: "minimal.yaml", want: upstreamDefaults, specKeys: defaultedSpecKeys},
@@ -307,40 +300,7 @@ func TestHyperConvergedValid(t *testing.T) {
 			want: want{"spec.tlsSecurityProfile.custom.minTLSVersion": "VersionTLS13"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var v cue.Value
-			if tt.file != "" {
-				v = unifyFile(t, "#HyperConverged", filepath.Join("testdata", "hyperconverged", tt.file))
-			} else {
-				v = unifyYAML(t, "#HyperConverged", tt.name+".yaml", []byte(tt.yaml))
-			}
-			if err := validate(v); err != nil {
-				t.Fatalf("unexpected error:\n%s", errors.Details(err, nil))
-			}
-			checkValues(t, v, tt.want)
-			if tt.specKeys != nil {
-				b, err := v.MarshalJSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var obj struct {
-					Spec map[string]json.RawMessage `json:"spec"`
-				}
-				if err := json.Unmarshal(b, &obj); err != nil {
-					t.Fatal(err)
-				}
-				got := make([]string, 0, len(obj.Spec))
-				for k := range obj.Spec {
-					got = append(got, k)
-				}
-				sort.Strings(got)
-				if !slices.Equal(got, tt.specKeys) {
-					t.Errorf("exported spec keys = %v, want %v", got, tt.specKeys)
-				}
-			}
-		})
-	}
+	runValidCases(t, filepath.Join("testdata", "hyperconverged"), tests)
 }
 
 // TestInvalid runs every testdata/<kind>/invalid/*.yaml. Each file starts
@@ -542,6 +502,41 @@ var upstreamDefaultsV1 = want{
 var defaultedSpecKeysV1 = []string{"deployment", "security", "virtualization", "workloadSources"}
 
 // specKeys returns the sorted keys of the exported spec of v.
+// validCase is a HyperConverged of either version that must validate.
+type validCase struct {
+	name string
+	file string // under the directory runValidCases gets, or inline YAML below
+	yaml string
+	want want
+	// specKeys, when set, is the exact key set of the exported spec.
+	specKeys []string
+}
+
+// runValidCases validates each case against #HyperConverged (file cases
+// read from dir) and checks its values and, when given, its spec keys.
+func runValidCases(t *testing.T, dir string, tests []validCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v cue.Value
+			if tt.file != "" {
+				v = unifyFile(t, "#HyperConverged", filepath.Join(dir, tt.file))
+			} else {
+				v = unifyYAML(t, "#HyperConverged", tt.name+".yaml", []byte(tt.yaml))
+			}
+			if err := validate(v); err != nil {
+				t.Fatalf("unexpected error:\n%s", errors.Details(err, nil))
+			}
+			checkValues(t, v, tt.want)
+			if tt.specKeys != nil {
+				if got := specKeys(t, v); !slices.Equal(got, tt.specKeys) {
+					t.Errorf("exported spec keys = %v, want %v", got, tt.specKeys)
+				}
+			}
+		})
+	}
+}
+
 func specKeys(t *testing.T, v cue.Value) []string {
 	t.Helper()
 	b, err := v.MarshalJSON()
@@ -625,13 +620,7 @@ func TestHyperConvergedV1Valid(t *testing.T) {
 		full[k] = v
 	}
 
-	tests := []struct {
-		name     string
-		file     string // under testdata/hyperconverged-v1, or inline YAML below
-		yaml     string
-		want     want
-		specKeys []string
-	}{
+	tests := []validCase{
 		{name: "minimal", file: "minimal.yaml", want: upstreamDefaultsV1, specKeys: defaultedSpecKeysV1},
 		{name: "no spec", yaml: "apiVersion: hco.kubevirt.io/v1\nkind: HyperConverged\n", want: upstreamDefaultsV1, specKeys: defaultedSpecKeysV1},
 		{name: "full", file: "full.yaml", want: full, specKeys: []string{
@@ -691,25 +680,7 @@ func TestHyperConvergedV1Valid(t *testing.T) {
 			want: want{"spec.featureGates[63].name": "gate63"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var v cue.Value
-			if tt.file != "" {
-				v = unifyFile(t, "#HyperConverged", filepath.Join("testdata", "hyperconverged-v1", tt.file))
-			} else {
-				v = unifyYAML(t, "#HyperConverged", tt.name+".yaml", []byte(tt.yaml))
-			}
-			if err := validate(v); err != nil {
-				t.Fatalf("unexpected error:\n%s", errors.Details(err, nil))
-			}
-			checkValues(t, v, tt.want)
-			if tt.specKeys != nil {
-				if got := specKeys(t, v); !slices.Equal(got, tt.specKeys) {
-					t.Errorf("exported spec keys = %v, want %v", got, tt.specKeys)
-				}
-			}
-		})
-	}
+	runValidCases(t, filepath.Join("testdata", "hyperconverged-v1"), tests)
 }
 
 func gateList(n int) string {

@@ -35,11 +35,11 @@ import (
 // in the bundle, and that the API server keeps trusting the webhook
 // across both rotations.
 func TestManagerRotatesAndInjects(t *testing.T) {
-	c := startControlPlane(t)
+	c := controlplane.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	port := freePort(t)
+	port := controlplane.FreePort(t)
 	url := fmt.Sprintf("https://127.0.0.1:%d/allow", port)
 	vwc, mwc, crd := webhookConfigs(url)
 	for _, o := range []client.Object{vwc, mwc, crd} {
@@ -71,7 +71,7 @@ func TestManagerRotatesAndInjects(t *testing.T) {
 	}
 
 	var first *x509.Certificate
-	waitFor(t, 10*time.Second, func() bool { // the server may still be starting
+	controlplane.Eventually(t, 10*time.Second, func() bool { // the server may still be starting
 		first, err = servedCert(port, vwcBundle(t, c, vwc.Name))
 		return err == nil
 	})
@@ -80,7 +80,7 @@ func TestManagerRotatesAndInjects(t *testing.T) {
 
 	// The serving certificate is re-issued before it expires, and the
 	// bundle the API server holds verifies the new one.
-	waitFor(t, 10*time.Second, func() bool {
+	controlplane.Eventually(t, 10*time.Second, func() bool {
 		second, err := servedCert(port, vwcBundle(t, c, vwc.Name))
 		return err == nil && !second.Equal(first)
 	})
@@ -91,14 +91,14 @@ func TestManagerRotatesAndInjects(t *testing.T) {
 	// The CA is re-issued before it expires; the bundle of every target
 	// holds the new and the old CA, and the API server trusts the server.
 	var newCA *x509.Certificate
-	waitFor(t, 15*time.Second, func() bool {
+	controlplane.Eventually(t, 15*time.Second, func() bool {
 		newCA = secretCA(t, c, secret)
 		return !newCA.Equal(firstCA)
 	})
 	if !time.Now().Before(firstCA.NotAfter) {
 		t.Errorf("the CA was replaced only after it expired (%s)", firstCA.NotAfter)
 	}
-	waitFor(t, 5*time.Second, func() bool {
+	controlplane.Eventually(t, 5*time.Second, func() bool {
 		for _, b := range [][]byte{vwcBundle(t, c, vwc.Name), mwcBundle(t, c, mwc.Name), crdBundle(t, c, crd.Name)} {
 			if !bundleHas(t, b, newCA) || !bundleHas(t, b, firstCA) {
 				return false
@@ -134,10 +134,6 @@ func TestManagerRejectsBadOptions(t *testing.T) {
 		t.Errorf("valid options: %v", err)
 	}
 }
-
-func startControlPlane(t *testing.T) client.Client { return controlplane.StartForTest(t) }
-
-func freePort(t *testing.T) int { return controlplane.FreePort(t) }
 
 // startServer serves /allow (admits everything) with m's certificate.
 func startServer(t *testing.T, ctx context.Context, port int, m *webhookcert.Manager) {
@@ -282,15 +278,4 @@ func bundleHas(t *testing.T, bundle []byte, ca *x509.Certificate) bool {
 		}
 	}
 	return false
-}
-
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
