@@ -25,7 +25,7 @@ func FromObject(ctx *cue.Context, name string, data []byte) (*Config, error) {
 	av, _ := v.LookupPath(cue.ParsePath("apiVersion")).String()
 	k, _ := v.LookupPath(cue.ParsePath("kind")).String()
 	switch av + "/" + k {
-	case "hco.kubevirt.io/v1beta1/HyperConverged", "hco.kubevirt.io/v1/HyperConverged":
+	case KindHyperConverged, KindHyperConvergedV1:
 		return &Config{HyperConverged: v, Files: []string{name}}, nil
 	}
 	return nil, fmt.Errorf("%s: apiVersion %q kind %q is not a HyperConverged (hco.kubevirt.io/v1beta1 or v1)", name, av, k)
