@@ -52,6 +52,9 @@ type Input struct {
 	// HC names the HyperConverged whose status reports a failure when
 	// Rendered is nil (the last known one); zero to skip.
 	HC types.NamespacedName
+	// Inventory keeps the inventory; nil uses a ConfigMapStore named
+	// after the rendered HC in its namespace.
+	Inventory InventoryStore
 }
 
 // Result is what one sync did.
@@ -85,7 +88,11 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	r := in.Rendered
 	hc := types.NamespacedName{Namespace: r.HyperConverged.GetNamespace(), Name: r.HyperConverged.GetName()}
 	owner := p.ownerLabels(r)
-	prev, err := loadInventory(ctx, p.Reader, hc.Namespace, hc.Name)
+	store := in.Inventory
+	if store == nil {
+		store = ConfigMapStore{Client: p.Client, Reader: p.Reader, Namespace: hc.Namespace, Name: hc.Name}
+	}
+	prev, err := store.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +115,7 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applyErr, res); err != nil && applyErr == nil {
 		applyErr = err
 	}
-	wrote, err := saveInventory(ctx, p.Client, hc.Namespace, hc.Name, prev, res.Inventory)
+	wrote, err := store.Save(ctx, prev, res.Inventory)
 	if wrote {
 		res.Writes++
 	}

@@ -13,6 +13,38 @@ import (
 	"github.com/converge-dev/converge/inventory"
 )
 
+// InventoryStore keeps the inventory of one sync target between syncs.
+// The Pipeline calls Load once at the start of a sync and Save once at
+// its end, also after a failed apply (with the previous inventory plus
+// what was applied), never after a failed fetch or render.
+type InventoryStore interface {
+	// Load returns the saved inventory, or nil, nil when none was saved.
+	Load(ctx context.Context) (*inventory.Inventory, error)
+	// Save stores inv. prev is what Load returned, so an implementation
+	// can skip a write that changes nothing; it reports whether it wrote.
+	Save(ctx context.Context, prev, inv *inventory.Inventory) (bool, error)
+}
+
+// ConfigMapStore keeps the inventory in the ConfigMap InventoryName(Name)
+// in Namespace (the HC's), under key inventory.json: the store of
+// `converge apply`, which has no Sync object.
+type ConfigMapStore struct {
+	Client    client.Client
+	Reader    client.Reader
+	Namespace string
+	Name      string
+}
+
+// Load implements InventoryStore.
+func (s ConfigMapStore) Load(ctx context.Context) (*inventory.Inventory, error) {
+	return loadInventory(ctx, s.Reader, s.Namespace, s.Name)
+}
+
+// Save implements InventoryStore.
+func (s ConfigMapStore) Save(ctx context.Context, prev, inv *inventory.Inventory) (bool, error) {
+	return saveInventory(ctx, s.Client, s.Namespace, s.Name, prev, inv)
+}
+
 // InventoryName is the ConfigMap, in the HC's namespace, that holds the
 // inventory of the HC of the same name under key inventory.json.
 func InventoryName(hcName string) string { return "converge-inventory-" + hcName }

@@ -1,0 +1,239 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Annotations and finalizer of the API.
+const (
+	// ReconcileRequestAnnotation, set to any new value (the CLI uses an
+	// RFC 3339 time), asks for a reconcile now; the controller copies the
+	// value to status.lastHandledReconcileAt when it handled it (as Flux's
+	// reconcile.fluxcd.io/requestedAt).
+	ReconcileRequestAnnotation = "converge.dev/reconcile-requested-at"
+	// Finalizer keeps a Sync until its deletionPolicy has been carried out.
+	Finalizer = "converge.dev/finalizer"
+)
+
+// Condition types and reasons, kstatus-compatible: Ready is the summary;
+// Reconciling is True while work is under way (abnormal-true); Stalled is
+// True when the controller cannot make progress without a change to the
+// Sync, its Secrets or the repository (abnormal-true).
+const (
+	ReadyCondition       = "Ready"
+	ReconcilingCondition = "Reconciling"
+	StalledCondition     = "Stalled"
+	// SourceVerifiedCondition is True when the revision's signature was
+	// verified (only set when spec.source.verify is set).
+	SourceVerifiedCondition = "SourceVerified"
+	// HealthyCondition is True when every component of the graph is healthy.
+	HealthyCondition = "Healthy"
+
+	SucceededReason          = "ReconciliationSucceeded"
+	ProgressingReason        = "Progressing"
+	FetchFailedReason        = "FetchFailed"
+	VerificationFailedReason = "VerificationFailed"
+	RenderFailedReason       = "RenderFailed"
+	ApplyFailedReason        = "ApplyFailed"
+	PruneFailedReason        = "PruneFailed"
+	HealthCheckFailedReason  = "HealthCheckFailed"
+	WaitingForHealthReason   = "WaitingForHealth"
+	DependencyNotReadyReason = "DependencyNotReady"
+	SuspendedReason          = "Suspended"
+	TargetFailedReason       = "TargetFailed"
+	DeletionFailedReason     = "DeletionFailed"
+)
+
+// Deletion policies of spec.deletionPolicy.
+const (
+	// DeletionPolicyDelete deletes every object of the inventory (that
+	// still carries converge's ownership labels and is not annotated
+	// converge.dev/prune: disabled) when the Sync is deleted.
+	DeletionPolicyDelete = "Delete"
+	// DeletionPolicyOrphan leaves every object in the target cluster.
+	DeletionPolicyOrphan = "Orphan"
+)
+
+// Sync drives the HyperConverged config at one path of one Git repository
+// into one target cluster.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type Sync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SyncSpec   `json:"spec"`
+	Status SyncStatus `json:"status,omitempty"`
+}
+
+// SyncList is a list of Syncs.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type SyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sync `json:"items"`
+}
+
+// SyncSpec is what to sync where. Defaults are the CRD's (schema/sync.cue).
+type SyncSpec struct {
+	// Source is the config repository.
+	Source GitSource `json:"source"`
+	// Target is the cluster to drive; nil means the controller's own.
+	Target *Target `json:"target,omitempty"`
+	// ServiceAccountName, when set, is impersonated for every request to
+	// the target (system:serviceaccount:<the Sync's namespace>:<name>).
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Interval is how often the source is fetched and the graph
+	// reconciled, as a Go duration ("5m"). Default 5m.
+	Interval metav1.Duration `json:"interval,omitempty"`
+	// Timeout bounds one reconcile: fetch, render, apply and health gates.
+	// Default 5m.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Suspend stops reconciling (and drift correction) until set false.
+	Suspend bool `json:"suspend,omitempty"`
+	// Prune deletes objects that left the config. Default true.
+	Prune *bool `json:"prune,omitempty"`
+	// DeletionPolicy is what happens to the applied objects when the Sync
+	// is deleted: Delete (default) or Orphan.
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+	// DependsOn lists Syncs that must be Ready (at their latest revision)
+	// before this one is reconciled. Namespace defaults to the Sync's.
+	DependsOn []SyncReference `json:"dependsOn,omitempty"`
+}
+
+// GitSource is a Git repository, a ref in it and the directory of the
+// config.
+type GitSource struct {
+	// URL is an https://, http://, ssh:// (or scp-like user@host:path) or
+	// file:// URL.
+	URL string `json:"url"`
+	// Ref selects the revision; empty follows the default branch.
+	Ref *GitRef `json:"ref,omitempty"`
+	// Path is the directory of the config in the repository. Default ".".
+	Path string `json:"path,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace with credentials,
+	// in Flux's keys: username+password (HTTPS basic), bearerToken
+	// (HTTPS), identity (+ optional password) and known_hosts (SSH,
+	// known_hosts required), ca.crt (HTTPS custom CA).
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// Verify, when set, refuses revisions whose signature does not verify.
+	Verify *Verification `json:"verify,omitempty"`
+	// Timeout bounds each Git network operation. Default 60s.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// GitRef selects a revision. At most one field is set.
+type GitRef struct {
+	Branch string `json:"branch,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	// SemVer is a range ("^1.2", ">=1.0.0 <2.0.0"): the highest tag that
+	// satisfies it.
+	SemVer string `json:"semver,omitempty"`
+	// Commit is a full 40-hex-digit SHA-1.
+	Commit string `json:"commit,omitempty"`
+}
+
+// Verification is the commit signature check.
+type Verification struct {
+	// Mode is HEAD (the commit), Tag (the annotated tag) or TagAndHEAD.
+	// Default HEAD.
+	Mode string `json:"mode,omitempty"`
+	// SecretRef names a Secret whose keys ending in .asc hold armored
+	// OpenPGP public keys and whose keys ending in .pub hold SSH public
+	// keys (authorized_keys lines).
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// Target is a remote cluster.
+type Target struct {
+	// KubeConfig reads a kubeconfig from a Secret in the Sync's namespace.
+	KubeConfig KubeConfigReference `json:"kubeConfig"`
+}
+
+// KubeConfigReference names a kubeconfig in a Secret.
+type KubeConfigReference struct {
+	SecretRef LocalObjectReference `json:"secretRef"`
+	// Key of the kubeconfig in the Secret. Default "value" (as Flux).
+	Key string `json:"key,omitempty"`
+}
+
+// LocalObjectReference names an object in the Sync's namespace.
+type LocalObjectReference struct {
+	Name string `json:"name"`
+}
+
+// SyncReference names a Sync.
+type SyncReference struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// SyncStatus is what the controller observed and did.
+type SyncStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	// LastAttemptedRevision is the revision of the last reconcile attempt,
+	// as "<branch|tag>@sha1:<commit>".
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastAppliedRevision is the last revision applied without error.
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastHandledReconcileAt is the last converge.dev/reconcile-requested-at
+	// value handled.
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// Inventory is the set of objects applied in the target.
+	Inventory *Inventory `json:"inventory,omitempty"`
+	// Components is each graph component's health, in graph order.
+	Components []ComponentStatus `json:"components,omitempty"`
+	// History holds the last 5 revisions reconciled, newest first.
+	History []Snapshot `json:"history,omitempty"`
+}
+
+// Inventory is the applied set (package inventory's Inventory, in status).
+type Inventory struct {
+	Entries []InventoryEntry `json:"entries"`
+}
+
+// InventoryEntry is one applied object.
+type InventoryEntry struct {
+	// ID is "<namespace>_<name>_<group>_<kind>".
+	ID string `json:"id"`
+	// Version is the API version it was applied with.
+	Version string `json:"v"`
+	// Digest is the sha256 of the desired object as applied.
+	Digest string `json:"d,omitempty"`
+	// ResourceVersion is its resourceVersion after converge's last write.
+	ResourceVersion string `json:"rv,omitempty"`
+}
+
+// ComponentStatus is one graph component's health.
+type ComponentStatus struct {
+	Name string `json:"name"`
+	// Health is Healthy, Progressing, Waiting (its dependencies are not
+	// healthy yet, so it was not applied), or Failed.
+	Health  string `json:"health"`
+	Message string `json:"message,omitempty"`
+}
+
+// Snapshot is one reconciled revision.
+type Snapshot struct {
+	Revision string `json:"revision"`
+	// Digest is "sha256:<hex>" of the rendered objects.
+	Digest          string      `json:"digest"`
+	FirstReconciled metav1.Time `json:"firstReconciled"`
+	LastReconciled  metav1.Time `json:"lastReconciled"`
+	// LastReconciledDuration is how long the last reconcile of it took.
+	LastReconciledDuration metav1.Duration `json:"lastReconciledDuration"`
+	// LastReconciledStatus is the Ready reason of that reconcile.
+	LastReconciledStatus string `json:"lastReconciledStatus"`
+	TotalReconciliations int64  `json:"totalReconciliations"`
+}
+
+// GetConditions returns the status conditions.
+func (s *Sync) GetConditions() []metav1.Condition { return s.Status.Conditions }
+
+// SetConditions replaces the status conditions.
+func (s *Sync) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
+
+// PruneEnabled reports spec.prune (default true).
+func (s *Sync) PruneEnabled() bool { return s.Spec.Prune == nil || *s.Spec.Prune }

@@ -1,0 +1,42 @@
+package gitserver
+
+import (
+	"net/http"
+	"testing"
+)
+
+func TestHTTPServesAndAuthenticates(t *testing.T) {
+	root := t.TempDir()
+	r := NewRepo(t, root, "cfg", "main")
+	sha := r.Commit(t, "one", map[string]string{"a.yaml": "a: 1\n"})
+	for _, tc := range []struct {
+		name string
+		opts HTTPOptions
+		set  func(*http.Request)
+		want int
+	}{
+		{"anonymous", HTTPOptions{}, func(*http.Request) {}, 200},
+		{"basic ok", HTTPOptions{Username: "u", Password: "p"}, func(q *http.Request) { q.SetBasicAuth("u", "p") }, 200},
+		{"basic wrong", HTTPOptions{Username: "u", Password: "p"}, func(q *http.Request) { q.SetBasicAuth("u", "x") }, 401},
+		{"bearer ok", HTTPOptions{BearerToken: "tok"}, func(q *http.Request) { q.Header.Set("Authorization", "Bearer tok") }, 200},
+		{"bearer missing", HTTPOptions{BearerToken: "tok"}, func(*http.Request) {}, 401},
+		{"tls", HTTPOptions{TLS: true}, func(*http.Request) {}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHTTP(t, root, tc.opts)
+			q, _ := http.NewRequest("GET", h.RepoURL(r)+"/info/refs?service=git-upload-pack", nil)
+			tc.set(q)
+			resp, err := h.Client().Do(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	if Git(t, r.Dir, "rev-parse", "main") != sha {
+		t.Fatal("commit not on main")
+	}
+}
