@@ -97,6 +97,10 @@ type SyncSpec struct {
 	// DeletionPolicy is what happens to the applied objects when the Sync
 	// is deleted: Delete (default) or Orphan.
 	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+	// Receiver, when set, lets a Git push webhook trigger a reconcile at
+	// once: POST /hook/<namespace>/<name> on the controller's receiver
+	// address, authenticated with the token in the Secret.
+	Receiver *Receiver `json:"receiver,omitempty"`
 	// DependsOn lists Syncs that must be Ready (at their latest revision)
 	// before this one is reconciled. Namespace defaults to the Sync's.
 	DependsOn []SyncReference `json:"dependsOn,omitempty"`
@@ -142,6 +146,14 @@ type Verification struct {
 	// SecretRef names a Secret whose keys ending in .asc hold armored
 	// OpenPGP public keys and whose keys ending in .pub hold SSH public
 	// keys (authorized_keys lines).
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
+
+// Receiver authenticates push webhooks for one Sync.
+type Receiver struct {
+	// SecretRef names a Secret in the Sync's namespace whose key "token"
+	// is the shared secret: the HMAC key of GitHub's X-Hub-Signature-256
+	// and of the generic X-Signature header, or GitLab's X-Gitlab-Token.
 	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
