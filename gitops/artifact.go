@@ -21,6 +21,11 @@ type Artifact struct {
 	// Revision is the Flux-style revision: "main@sha1:<sha>" for a branch,
 	// "v1@sha1:<sha>" for a tag, "sha1:<sha>" for a commit ref.
 	Revision string
+	// Verified says which signatures were verified when Source.Verify was
+	// set, e.g. `commit <sha> by OpenPGP key 1A2B3C4D5E6F7081 (alice.asc)`
+	// or `tag "v1.2.0" (<sha>) by SSH key SHA256:… (bob.pub); commit <sha> by
+	// …`; empty when nothing was verified.
+	Verified string
 	// Dir is the absolute path of the work tree root: the files of Commit,
 	// without a .git directory. Treat it as read-only.
 	Dir string

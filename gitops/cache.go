@@ -3,6 +3,8 @@ package gitops
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,8 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 )
 
 // cache is the cache directory of one URL (see the package doc). Its
@@ -22,6 +26,50 @@ type cache struct {
 	root    string
 	ep      endpoint
 	timeout time.Duration
+	shallow bool // depth-1 fetches of branch and tag refs
+
+	// Passed to every go-git network operation.
+	auth     transport.AuthMethod
+	caBundle []byte
+	proxy    transport.ProxyOptions
+}
+
+// newCache returns the cache of ep below cacheDir. The directory name is
+// derived from the normalised URL and, when auth is set, a digest of the
+// credentials, so sources with different credentials never share a clone.
+func newCache(cacheDir string, ep endpoint, auth *Auth, timeout time.Duration, shallow bool) (*cache, error) {
+	key := ep.key
+	if fp := auth.fingerprint(); fp != "" {
+		key += "\x00" + fp
+	}
+	sum := sha256.Sum256([]byte(key))
+	c := &cache{
+		root:    filepath.Join(cacheDir, hex.EncodeToString(sum[:16])),
+		ep:      ep,
+		timeout: timeout,
+		shallow: shallow && ep.kind != kindLocal,
+	}
+	if auth == nil {
+		return c, nil
+	}
+	switch ep.kind {
+	case kindHTTP:
+		c.caBundle = auth.CAPEM
+		switch {
+		case auth.BearerToken != "":
+			c.auth = &githttp.TokenAuth{Token: auth.BearerToken}
+		case auth.Username != "":
+			c.auth = &githttp.BasicAuth{Username: auth.Username, Password: auth.Password}
+		}
+	case kindSSH:
+		a, err := newSSHAuth(auth, ep, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.auth = a
+		c.proxy = transport.ProxyOptions{URL: deadlineProxyURL(timeout)}
+	}
+	return c, nil
 }
 
 // resolved is the outcome of syncing a ref into the cached clone.
@@ -29,6 +77,7 @@ type resolved struct {
 	ref    string // full ref name, or the commit for a commit ref
 	short  string // branch or tag short name; empty for a commit ref
 	commit plumbing.Hash
+	tag    plumbing.Hash // what the tag ref points to (a tag object or, for a lightweight tag, the commit); zero for other refs
 }
 
 func (c *cache) repoDir() string { return filepath.Join(c.root, "repo") }
@@ -83,9 +132,21 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 		if _, err := repo.CommitObject(h); err == nil {
 			return resolved{ref: ref.Commit, commit: h}, nil // commits are immutable
 		}
-		err := c.fetch(ctx, remote, "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
+		// A shallow clone is deepened to the full history: a server only
+		// serves commits it advertises, so an older commit comes with the
+		// history of a branch or tag.
+		depth := 0
+		if shallows, _ := repo.Storer.Shallow(); len(shallows) > 0 {
+			depth = infiniteDepth
+		}
+		err := c.fetch(ctx, remote, depth, "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
 		if err != nil {
 			return resolved{}, err
+		}
+		if depth != 0 {
+			if err := dropCompleteShallows(repo); err != nil {
+				return resolved{}, fmt.Errorf("update shallow list: %w", err)
+			}
 		}
 		if _, err := repo.CommitObject(h); err != nil {
 			if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -104,7 +165,11 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 	if name.IsTag() {
 		local = name
 	}
-	if err := c.fetch(ctx, remote, fmt.Sprintf("+%s:%s", name, local)); err != nil {
+	depth := 0
+	if c.shallow {
+		depth = 1
+	}
+	if err := c.fetch(ctx, remote, depth, fmt.Sprintf("+%s:%s", name, local)); err != nil {
 		return resolved{}, err
 	}
 	got, err := repo.Reference(local, false)
@@ -115,7 +180,11 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 	if err != nil {
 		return resolved{}, fmt.Errorf("resolve %s: %w", name, err)
 	}
-	return resolved{ref: name.String(), short: name.Short(), commit: commit}, nil
+	res := resolved{ref: name.String(), short: name.Short(), commit: commit}
+	if name.IsTag() {
+		res.tag = got.Hash()
+	}
+	return res, nil
 }
 
 // remoteRef lists the remote's refs and returns the full name ref selects,
@@ -123,7 +192,12 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 func (c *cache) remoteRef(ctx context.Context, remote *git.Remote, ref Ref) (plumbing.ReferenceName, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	list, err := remote.ListContext(lctx, &git.ListOptions{PeelingOption: git.IgnorePeeled})
+	list, err := remote.ListContext(lctx, &git.ListOptions{
+		PeelingOption: git.IgnorePeeled,
+		Auth:          c.auth,
+		CABundle:      c.caBundle,
+		ProxyOptions:  c.proxy,
+	})
 	if err != nil {
 		return "", classifyTransport(c.op(ctx, lctx, "list remote refs"), err)
 	}
@@ -137,6 +211,8 @@ func (c *cache) remoteRef(ctx context.Context, remote *git.Remote, ref Ref) (plu
 		name = plumbing.NewBranchReferenceName(ref.Branch)
 	case ref.Tag != "":
 		name = plumbing.NewTagReferenceName(ref.Tag)
+	case ref.SemVer != "":
+		return highestTag(refs, ref.SemVer)
 	default:
 		return defaultBranch(refs)
 	}
@@ -187,15 +263,26 @@ func defaultBranch(refs map[plumbing.ReferenceName]*plumbing.Reference) (plumbin
 	return names[0], nil
 }
 
-// fetch downloads the objects of specs from remote, with c.timeout.
-func (c *cache) fetch(ctx context.Context, remote *git.Remote, specs ...string) error {
+// infiniteDepth is the depth git uses for --unshallow.
+const infiniteDepth = 1<<31 - 1
+
+// fetch downloads the objects of specs from remote, with c.timeout; depth 0
+// means the full history.
+func (c *cache) fetch(ctx context.Context, remote *git.Remote, depth int, specs ...string) error {
 	fctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	refSpecs := make([]config.RefSpec, len(specs))
 	for i, s := range specs {
 		refSpecs[i] = config.RefSpec(s)
 	}
-	err := remote.FetchContext(fctx, &git.FetchOptions{RefSpecs: refSpecs, Tags: git.NoTags})
+	err := remote.FetchContext(fctx, &git.FetchOptions{
+		RefSpecs:     refSpecs,
+		Tags:         git.NoTags,
+		Depth:        depth,
+		Auth:         c.auth,
+		CABundle:     c.caBundle,
+		ProxyOptions: c.proxy,
+	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
@@ -213,6 +300,31 @@ func (c *cache) op(parent, ctx context.Context, name string) string {
 		return fmt.Sprintf("%s (timed out after %s)", name, c.timeout)
 	}
 	return name
+}
+
+// dropCompleteShallows removes from the clone's shallow list the commits
+// whose parents are all present after a deepening fetch (go-git adds new
+// shallow commits but does not act on the server's "unshallow" lines).
+func dropCompleteShallows(repo *git.Repository) error {
+	shallows, err := repo.Storer.Shallow()
+	if err != nil || len(shallows) == 0 {
+		return err
+	}
+	keep := shallows[:0:0]
+	for _, h := range shallows {
+		cm, err := repo.CommitObject(h)
+		if err != nil {
+			keep = append(keep, h)
+			continue
+		}
+		for _, p := range cm.ParentHashes {
+			if _, err := repo.CommitObject(p); err != nil {
+				keep = append(keep, h)
+				break
+			}
+		}
+	}
+	return repo.Storer.SetShallow(keep)
 }
 
 // peel follows annotated tags from h to the commit they point to.

@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of these where it
@@ -19,9 +22,21 @@ var (
 	// ErrInvalidURL means the Source URL is empty or cannot be parsed.
 	ErrInvalidURL = errors.New("invalid URL")
 	// ErrUnsupportedScheme means the Source URL uses a transport other than a
-	// local path, file://, http:// or https:// (for example ssh:// or
-	// scp-like user@host:path).
+	// local path, file://, http://, https://, ssh:// or scp-like
+	// user@host:path (for example git://).
 	ErrUnsupportedScheme = errors.New("unsupported URL scheme")
+	// ErrAuthentication means the credentials are missing, incomplete or
+	// contradictory (Source.Auth, [AuthFromSecret]; an SSH URL without SSH
+	// auth or without known_hosts), the server refused them (HTTP 401/403,
+	// SSH public key not accepted), or the server's identity could not be
+	// verified (SSH host key unknown or different from known_hosts, HTTPS
+	// certificate not signed by a trusted CA).
+	ErrAuthentication = errors.New("authentication failed")
+	// ErrVerification means a commit or tag signature required by
+	// Source.Verify is missing, invalid, or made by a key that is not
+	// trusted, or that the Verification itself is unusable
+	// ([VerificationFromSecret]).
+	ErrVerification = errors.New("signature verification failed")
 	// ErrInvalidRef means the Ref sets more than one field or Commit is not a
 	// full 40-hex-digit SHA-1.
 	ErrInvalidRef = errors.New("invalid ref")
@@ -68,10 +83,16 @@ func classifyTransport(op string, err error) error {
 		return nil
 	}
 	var sentinel error
-	anyCause(err, func(e error) bool {
-		sentinel = sentinelFor(e)
-		return sentinel != nil
-	})
+	// Authentication problems win: a TLS or SSH host key failure also looks
+	// like a network error (*url.Error, net.Error) further up the chain.
+	if anyCause(err, isAuthError) {
+		sentinel = ErrAuthentication
+	} else {
+		anyCause(err, func(e error) bool {
+			sentinel = sentinelFor(e)
+			return sentinel != nil
+		})
+	}
 	if sentinel == nil || errors.Is(err, sentinel) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -91,6 +112,22 @@ func (c *classified) Error() string {
 }
 
 func (c *classified) Unwrap() []error { return []error{c.sentinel, c.err} }
+
+// isAuthError reports whether one error (not its chain) says that
+// credentials were refused or the server's identity could not be verified.
+func isAuthError(e error) bool {
+	switch e {
+	case ErrAuthentication, transport.ErrAuthenticationRequired, transport.ErrAuthorizationFailed, transport.ErrInvalidAuthMethod:
+		return true
+	}
+	switch e.(type) {
+	case *knownhosts.KeyError, *tls.CertificateVerificationError, x509.UnknownAuthorityError, *x509.UnknownAuthorityError,
+		x509.HostnameError, *x509.HostnameError, x509.CertificateInvalidError, *x509.CertificateInvalidError:
+		return true
+	}
+	// golang.org/x/crypto/ssh has no type for a refused client key.
+	return strings.Contains(e.Error(), "ssh: unable to authenticate")
+}
 
 // sentinelFor maps one error (not its chain) to a sentinel, or nil.
 func sentinelFor(e error) error {

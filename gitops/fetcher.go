@@ -2,8 +2,6 @@ package gitops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,8 +19,23 @@ type Options struct {
 	CacheDir string
 	// Timeout bounds each network operation of a Fetch (listing the remote's
 	// refs, downloading objects); the caller's context still applies.
-	// Zero or negative means DefaultTimeout.
+	// Zero or negative means DefaultTimeout. Source.Timeout overrides it
+	// per Source.
 	Timeout time.Duration
+	// Shallow fetches branch, tag and semver refs of remote (http(s), SSH)
+	// repositories with depth 1: only the tip commit and its objects, not
+	// its history. Later fetches stay incremental. A commit ref that is not
+	// in the shallow clone deepens it to the full history once. Local
+	// repositories are always fetched in full (go-git's embedded server
+	// has no shallow support).
+	Shallow bool
+	// MaxCacheBytes, when positive, bounds the size of CacheDir: after each
+	// successful Fetch, whole per-URL directories are deleted, least
+	// recently used first, until the total is at most MaxCacheBytes. The
+	// directory of the URL just fetched and directories that another Fetch
+	// of this process is using are never deleted, so the cache can stay
+	// above the bound. Zero means no bound.
+	MaxCacheBytes int64
 }
 
 // DefaultOptions returns CacheDir = os.UserCacheDir()/converge/git (or
@@ -74,11 +87,16 @@ func NewFetcher(opts Options) *Fetcher {
 // parallel. ctx cancels the wait for that serialisation and all work; each
 // network operation is additionally bounded by Options.Timeout.
 //
+// With src.Verify set, the signatures are checked after the commit is
+// fetched and before it is checked out; an Artifact is returned only when
+// they are valid, and Artifact.Verified says what was verified.
+//
 // Errors are *FetchError values naming the URL and ref, wrapping
-// ErrInvalidURL, ErrUnsupportedScheme, ErrInvalidRef, ErrUnreachable,
-// ErrRepositoryNotFound or ErrRefNotFound where they apply (other causes,
-// such as disk errors or a cancelled ctx, are wrapped as they are). A failed
-// Fetch leaves the cached clone and all earlier Artifacts' directories intact.
+// ErrInvalidURL, ErrUnsupportedScheme, ErrInvalidRef, ErrAuthentication,
+// ErrUnreachable, ErrRepositoryNotFound, ErrRefNotFound or ErrVerification
+// where they apply (other causes, such as disk errors or a cancelled ctx,
+// are wrapped as they are). A failed Fetch leaves the cached clone and all
+// earlier Artifacts' directories intact.
 func (f *Fetcher) Fetch(ctx context.Context, src Source) (Artifact, error) {
 	a, err := f.fetch(ctx, src)
 	if err != nil {
@@ -95,17 +113,32 @@ func (f *Fetcher) fetch(ctx context.Context, src Source) (Artifact, error) {
 	if err != nil {
 		return Artifact{}, err
 	}
-	sum := sha256.Sum256([]byte(ep.key))
-	root := filepath.Join(f.opts.CacheDir, hex.EncodeToString(sum[:16]))
+	if err := src.Auth.validateFor(ep.kind, ep.display); err != nil {
+		return Artifact{}, err
+	}
+	if err := src.Verify.validateFor(src.Ref); err != nil {
+		return Artifact{}, err
+	}
+	timeout := f.opts.Timeout
+	if src.Timeout > 0 {
+		timeout = src.Timeout
+	}
+	c, err := newCache(f.opts.CacheDir, ep, src.Auth, timeout, f.opts.Shallow)
+	if err != nil {
+		return Artifact{}, err
+	}
 
-	unlock, err := lock(ctx, root)
+	unlock, err := lock(ctx, c.root)
 	if err != nil {
 		return Artifact{}, err
 	}
 	defer unlock()
 
-	c := &cache{root: root, ep: ep, timeout: f.opts.Timeout}
 	res, err := c.sync(ctx, src.Ref)
+	if err != nil {
+		return Artifact{}, err
+	}
+	verified, err := c.verify(res, src.Ref, src.Verify)
 	if err != nil {
 		return Artifact{}, err
 	}
@@ -114,8 +147,12 @@ func (f *Fetcher) fetch(ctx context.Context, src Source) (Artifact, error) {
 		return Artifact{}, err
 	}
 	c.prune(dir)
+	touch(c.root)
+	if f.opts.MaxCacheBytes > 0 {
+		evict(f.opts.CacheDir, c.root, f.opts.MaxCacheBytes)
+	}
 
-	a := Artifact{URL: src.URL, Ref: res.ref, Commit: res.commit.String(), Dir: dir}
+	a := Artifact{URL: src.URL, Ref: res.ref, Commit: res.commit.String(), Dir: dir, Verified: verified}
 	if res.short != "" {
 		a.Revision = res.short + "@sha1:" + a.Commit
 	} else {
@@ -137,5 +174,17 @@ func lock(ctx context.Context, key string) (unlock func(), err error) {
 		return func() { <-ch }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// tryLock takes the lock of key if it is free, without waiting.
+func tryLock(key string) (unlock func(), ok bool) {
+	v, _ := locks.LoadOrStore(key, make(chan struct{}, 1))
+	ch := v.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, true
+	default:
+		return nil, false
 	}
 }

@@ -2,8 +2,8 @@ package gitserver
 
 import (
 	"crypto/subtle"
+	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -28,7 +28,8 @@ type HTTP struct {
 	*httptest.Server
 	// Root holds the repositories; a Repo named n is at URL+"/"+n.
 	Root string
-	// CAPEM is the PEM of the CA that signed the server certificate (TLS).
+	// CAPEM is the PEM of the CA that signed the server certificate (TLS);
+	// every server has its own CA.
 	CAPEM []byte
 	// Requests counts the requests served (authenticated or not).
 	Requests atomic.Int64
@@ -61,9 +62,11 @@ func NewHTTP(t testing.TB, root string, opts HTTPOptions) *HTTP {
 		backend.ServeHTTP(w, r)
 	})
 	if opts.TLS {
-		h.Server = httptest.NewTLSServer(handler)
-		cert := h.Server.Certificate()
-		h.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+		cert, caPEM := newServerCert(t)
+		h.Server = httptest.NewUnstartedServer(handler)
+		h.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		h.Server.StartTLS()
+		h.CAPEM = caPEM
 	} else {
 		h.Server = httptest.NewServer(handler)
 	}
