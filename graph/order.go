@@ -21,7 +21,7 @@ func (r *Rendered) order() error {
 	r.Nodes = r.Nodes[:0]
 	r.Stages = []Stage{{Name: "crds", Objects: r.CRDs}}
 	for _, level := range levels {
-		st := Stage{Name: strings.Join(level, "+")}
+		st := Stage{Name: strings.Join(level, "+"), Nodes: level}
 		for _, name := range level {
 			r.Nodes = append(r.Nodes, byName[name])
 			st.Objects = append(st.Objects, byName[name].Objects...)

@@ -42,12 +42,17 @@ type Rendered struct {
 	Health map[string]string
 	// Version is the HCO-equivalent release (components/common Version).
 	Version string
+	// IgnoreRules are the graph's ignore rules (#Graph.ignore): fields
+	// converge sets on create only. See IgnoreRule.
+	IgnoreRules []IgnoreRule
 }
 
 // Stage is a set of objects applied together.
 type Stage struct {
 	// Name is "crds" or the names of the components in it, joined by "+".
-	Name    string
+	Name string
+	// Nodes names the components of the stage, sorted; empty for "crds".
+	Nodes   []string
 	Objects []*unstructured.Unstructured
 }
 
@@ -169,6 +174,11 @@ func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
 	if err := g.LookupPath(cue.ParsePath("version")).Decode(&r.Version); err != nil {
 		return nil, Format(err)
 	}
+	rules, err := decodeIgnore(g)
+	if err != nil {
+		return nil, err
+	}
+	r.IgnoreRules = rules
 	annotations := map[string]string{}
 	_ = hc.LookupPath(cue.ParsePath("metadata.annotations")).Decode(&annotations)
 

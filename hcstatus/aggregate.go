@@ -23,7 +23,10 @@ const (
 
 // Operand is one operand CR's kind and current conditions.
 type Operand struct {
-	Kind       string
+	Kind string
+	// Name is the operand's "<name>" or "<namespace>/<name>", for
+	// messages (Assess); Aggregate does not use it.
+	Name       string
 	Conditions []metav1.Condition
 }
 

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -16,20 +17,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/hcstatus"
 	"github.com/converge-dev/converge/inventory"
 )
 
 // ApplyResult is what one staged apply did.
 type ApplyResult struct {
-	// ChangeSet has one entry per desired object: created, configured or
-	// unchanged.
+	// ChangeSet has one entry per desired object: created, configured,
+	// unchanged, or skipped (its component was deferred by a health gate).
 	ChangeSet *ssa.ChangeSet
-	// Inventory is the applied set. After a failed apply it holds the
-	// previous inventory plus every object applied before the failure, so
-	// nothing converge created is ever lost track of.
+	// Inventory is the applied set plus the previous entries of deferred
+	// objects. After a failed apply it holds the previous inventory plus
+	// every object applied before the failure, so nothing converge
+	// created is ever lost track of.
 	Inventory *inventory.Inventory
-	// Requests counts the write requests (SSA PATCH) sent.
+	// Requests counts the write requests sent (SSA PATCH, and the DELETE
+	// of a force recreate).
 	Requests int
+	// Components is every component's health, in graph order.
+	Components []ComponentHealth
+	// Waiting is true when a health gate deferred a component.
+	Waiting bool
+	// Drifted and Recreated: see Result.
+	Drifted, Recreated []string
+
+	// operands are the operand CRs read for the health gates, by ID.
+	operands map[string]hcstatus.Operand
 }
 
 // applyStages applies r stage by stage. An object is skipped without any
@@ -38,99 +51,252 @@ type ApplyResult struct {
 // converge nor anyone else, changed it since). Everything else gets one
 // SSA PATCH (force ownership). After each stage the objects applied whose
 // health rule is kstatus are waited for (CRDs established, namespaces
-// active) before the next stage.
+// active) before the next stage, and the health of each component of the
+// stage is evaluated. With Options.HealthGates a component whose
+// dependencies are not all Healthy is deferred: nothing of it is sent,
+// and its objects keep their previous inventory entries.
 func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inventory.Inventory, live Live, revision string) (*ApplyResult, error) {
-	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &inventory.Inventory{Revision: revision}}
+	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &inventory.Inventory{Revision: revision},
+		operands: map[string]hcstatus.Operand{}}
 	prevIdx := prev.Index()
 	var hcUID string
 	if l, ok := live[inventory.ID(r.HyperConverged)]; ok {
 		hcUID = string(l.UID)
 	}
+	nodes := map[string]graph.Node{}
+	for _, n := range r.Nodes {
+		nodes[n.Name] = n
+	}
+	health := map[string]ComponentHealth{}
 	fail := func(err error) (*ApplyResult, error) {
 		res.Inventory = mergeInventory(prev, res.Inventory)
+		res.Components = components(r, health)
 		return res, err
 	}
 	for _, st := range r.Stages {
-		var mu sync.Mutex
-		var waitSet object.ObjMetadataSet
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(p.Options.Concurrency)
-		for _, obj := range st.Objects {
-			desired := p.Desired(r, obj, hcUID)
-			g.Go(func() error {
-				e, action, applied, err := p.applyOne(gctx, desired, prevIdx, live)
-				if err != nil {
-					return err
+		objs := st.Objects
+		var applying []graph.Node
+		if len(st.Nodes) > 0 {
+			objs = nil
+			for _, name := range st.Nodes {
+				n := nodes[name]
+				if msg := blockedBy(n, health); msg != "" && p.Options.HealthGates {
+					health[name] = ComponentHealth{Name: name, Health: Waiting, Message: msg}
+					res.Waiting = res.Waiting || len(n.Objects) > 0 // an empty node defers nothing
+					p.deferNode(n, prevIdx, res)
+					continue
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				res.Inventory.Entries = append(res.Inventory.Entries, e)
-				res.ChangeSet.Add(ssa.ChangeSetEntry{
-					ObjMetadata:  object.UnstructuredToObjMetadata(desired),
-					GroupVersion: desired.GroupVersionKind().GroupVersion().String(),
-					Subject:      ssaSubject(desired),
-					Action:       action,
-				})
-				if applied != nil {
-					res.Requests++
-					if inventory.ID(applied) == inventory.ID(r.HyperConverged) {
-						hcUID = string(applied.GetUID())
-					}
-					if action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" && !current(applied) {
-						waitSet = append(waitSet, object.UnstructuredToObjMetadata(desired))
-					}
-				}
-				return nil
-			})
+				applying = append(applying, n)
+				objs = append(objs, n.Objects...)
+			}
 		}
-		if err := g.Wait(); err != nil {
+		if err := p.applySet(ctx, r, objs, prevIdx, live, &hcUID, res); err != nil {
 			return fail(fmt.Errorf("stage %s: %w", st.Name, err))
 		}
-		if len(waitSet) > 0 {
-			if err := p.Manager.WaitForSetWithContext(ctx, waitSet, ssa.WaitOptions{
-				Interval: p.Options.WaitInterval, Timeout: p.Options.WaitTimeout, FailFast: true,
-			}); err != nil {
-				return fail(fmt.Errorf("stage %s: health check: %w", st.Name, err))
+		for _, n := range applying {
+			h, err := p.nodeHealth(ctx, r, n, res.operands)
+			if err != nil {
+				return fail(fmt.Errorf("stage %s: health of %s: %w", st.Name, n.Name, err))
 			}
-			// The API server updates what it reconciles itself (a CRD's
-			// Established condition, a namespace's phase): record the
-			// resourceVersion after the wait so it is not taken for drift.
-			if err := p.refreshVersions(ctx, waitSet, res.Inventory); err != nil {
-				return fail(fmt.Errorf("stage %s: %w", st.Name, err))
-			}
+			health[n.Name] = h
 		}
 	}
+	res.Components = components(r, health)
+	sort.Strings(res.Drifted)
+	sort.Strings(res.Recreated)
 	res.Inventory.Sort()
 	return res, nil
 }
 
+// components lists health in r's node order; a node never evaluated
+// (after a failure) is left out.
+func components(r *graph.Rendered, health map[string]ComponentHealth) []ComponentHealth {
+	var out []ComponentHealth
+	for _, n := range r.Nodes {
+		if h, ok := health[n.Name]; ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// deferNode records n's objects as skipped and carries their previous
+// inventory entries over, so they are neither lost nor pruned.
+func (p *Pipeline) deferNode(n graph.Node, prev map[string]inventory.Entry, res *ApplyResult) {
+	for _, o := range n.Objects {
+		if e, ok := prev[inventory.ID(o)]; ok {
+			res.Inventory.Entries = append(res.Inventory.Entries, e)
+		}
+		res.ChangeSet.Add(ssa.ChangeSetEntry{
+			ObjMetadata:  object.UnstructuredToObjMetadata(o),
+			GroupVersion: o.GroupVersionKind().GroupVersion().String(),
+			Subject:      ssaSubject(o),
+			Action:       ssa.SkippedAction,
+		})
+	}
+}
+
+// applySet applies the Namespaces of objs, then the other objects in
+// parallel (a component's namespaced objects may share a stage with their
+// namespace, as the HC does), then waits for the kstatus-rule objects the
+// API server did not already return Current.
+func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]inventory.Entry, live Live, hcUID *string, res *ApplyResult) error {
+	var namespaces, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
+			namespaces = append(namespaces, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	var waitSet object.ObjMetadataSet
+	for _, batch := range [][]*unstructured.Unstructured{namespaces, rest} {
+		if err := p.applyBatch(ctx, r, batch, prev, live, hcUID, res, &waitSet); err != nil {
+			return err
+		}
+	}
+	if len(waitSet) == 0 {
+		return nil
+	}
+	if err := p.Manager.WaitForSetWithContext(ctx, waitSet, ssa.WaitOptions{
+		Interval: p.Options.WaitInterval, Timeout: p.Options.WaitTimeout, FailFast: true,
+	}); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	// The API server updates what it reconciles itself (a CRD's
+	// Established condition, a namespace's phase): record the
+	// resourceVersion after the wait so it is not taken for drift.
+	return p.refreshVersions(ctx, waitSet, res.Inventory)
+}
+
+// applyBatch applies objs in parallel (Options.Concurrency) and adds the
+// kstatus-rule objects not returned Current to waitSet.
+func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]inventory.Entry, live Live, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(p.Options.Concurrency, 1))
+	for _, obj := range objs {
+		desired := p.Desired(r, obj, *hcUID)
+		g.Go(func() error {
+			out, err := p.applyOne(gctx, r, desired, prev, live)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Inventory.Entries = append(res.Inventory.Entries, out.entry)
+			res.ChangeSet.Add(ssa.ChangeSetEntry{
+				ObjMetadata:  object.UnstructuredToObjMetadata(desired),
+				GroupVersion: desired.GroupVersionKind().GroupVersion().String(),
+				Subject:      ssaSubject(desired),
+				Action:       out.action,
+			})
+			res.Requests += out.requests
+			if out.drifted {
+				res.Drifted = append(res.Drifted, out.entry.ID)
+			}
+			if out.recreated {
+				res.Recreated = append(res.Recreated, out.entry.ID)
+			}
+			if out.applied != nil {
+				if inventory.ID(out.applied) == inventory.ID(r.HyperConverged) {
+					*hcUID = string(out.applied.GetUID())
+				}
+				if out.action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" && !current(out.applied) {
+					*waitSet = append(*waitSet, object.UnstructuredToObjMetadata(desired))
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// applied is the outcome of one applyOne.
+type applied struct {
+	entry  inventory.Entry
+	action ssa.Action
+	// applied is the object the API server returned; nil when skipped.
+	applied *unstructured.Unstructured
+	// requests counts write requests sent.
+	requests int
+	// drifted: re-applied with an unchanged digest because someone else
+	// changed a field converge owns.
+	drifted bool
+	// recreated: deleted and created again (immutable field, force).
+	recreated bool
+}
+
 // applyOne applies desired unless the inventory and the live state show
-// it unchanged. It returns the new inventory entry, the action and the
-// object the API server returned (nil when skipped).
-func (p *Pipeline) applyOne(ctx context.Context, desired *unstructured.Unstructured, prev map[string]inventory.Entry, live Live) (inventory.Entry, ssa.Action, *unstructured.Unstructured, error) {
+// it unchanged. The inventory digest is the rendered object's; ignore
+// rules (r.IgnorePaths) shape what is sent for an existing object. An
+// apply refused for an immutable field is retried as delete and create
+// when the object opts in with ForceAnnotation.
+func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *unstructured.Unstructured, prev map[string]inventory.Entry, live Live) (applied, error) {
 	id := inventory.ID(desired)
 	digest := inventory.Digest(desired)
 	l, exists := live[id]
-	if pe, ok := prev[id]; ok && exists && pe.Digest == digest && pe.ResourceVersion == l.ResourceVersion {
-		return pe, ssa.UnchangedAction, nil, nil
+	pe, had := prev[id]
+	if had && exists && pe.Digest == digest && pe.ResourceVersion == l.ResourceVersion {
+		return applied{entry: pe, action: ssa.UnchangedAction}, nil
 	}
-	applied := desired.DeepCopy()
-	err := p.Client.Patch(ctx, applied, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
+	before := l.ResourceVersion
+	send := desired
+	if paths := r.IgnorePaths(desired); len(paths) > 0 && exists {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(desired.GroupVersionKind())
+		err := p.Client.Get(ctx, client.ObjectKeyFromObject(desired), cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			exists = false
+		case err != nil:
+			return applied{}, fmt.Errorf("%s: reading for ignore rules: %w", ssaSubject(desired), err)
+		default:
+			before = cur.GetResourceVersion()
+			if send, err = withIgnored(desired, cur, paths); err != nil {
+				return applied{}, err
+			}
+		}
+	}
+	out := applied{applied: send.DeepCopy(), requests: 1}
+	err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err != nil && isImmutable(err) {
+		force, ferr := p.forceAllowed(ctx, desired)
+		if ferr != nil {
+			return applied{}, ferr
+		}
+		if !force {
+			return applied{}, fmt.Errorf("%s: immutable field changed: the API server refuses the update; annotate the object %s: %s (in the config, or `kubectl annotate` the live object) to let converge delete and recreate it: %w",
+				ssaSubject(desired), ForceAnnotation, Enabled, err)
+		}
+		// A new object: ignore rules do not apply on create.
+		if out.applied, err = p.recreate(ctx, desired); err != nil {
+			return applied{}, err
+		}
+		out.requests, out.recreated, exists = 3, true, false
+	}
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return inventory.Entry{}, "", nil, fmt.Errorf("%s: invalid: %w", ssaSubject(desired), err)
+			return applied{}, fmt.Errorf("%s: invalid: %w", ssaSubject(desired), err)
 		}
-		return inventory.Entry{}, "", nil, fmt.Errorf("%s: apply failed: %w", ssaSubject(desired), err)
+		return applied{}, fmt.Errorf("%s: apply failed: %w", ssaSubject(desired), err)
 	}
-	action := ssa.CreatedAction
+	rv := out.applied.GetResourceVersion()
+	out.action = ssa.CreatedAction
 	if exists {
-		action = ssa.ConfiguredAction
-		if applied.GetResourceVersion() == l.ResourceVersion {
-			action = ssa.UnchangedAction
+		out.action = ssa.ConfiguredAction
+		// Nothing changed when the server returns the resourceVersion seen
+		// before, or the one converge itself recorded last (a lagging
+		// cache).
+		if rv == before || (had && rv == pe.ResourceVersion) {
+			out.action = ssa.UnchangedAction
 		}
+		out.drifted = had && pe.Digest == digest && out.action == ssa.ConfiguredAction
+	} else if had && pe.Digest == digest && !out.recreated {
+		out.drifted = true // someone deleted it
 	}
-	return inventory.Entry{ID: id, Version: desired.GetAPIVersion(), Digest: digest,
-		ResourceVersion: applied.GetResourceVersion()}, action, applied, nil
+	out.entry = inventory.Entry{ID: id, Version: desired.GetAPIVersion(), Digest: digest, ResourceVersion: rv}
+	return out, nil
 }
 
 func ssaSubject(u *unstructured.Unstructured) string {

@@ -84,8 +84,12 @@ func (s *GitSync) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 		logger.Error(err, "sync failed", "revision", in.Revision)
 		return reconcile.Result{RequeueAfter: s.Interval}, nil
 	}
-	logger.V(1).Info("synced", "revision", in.Revision, "writes", res.Writes)
-	return reconcile.Result{RequeueAfter: s.Interval}, nil
+	logger.V(1).Info("synced", "revision", in.Revision, "writes", res.Writes, "waiting", res.Waiting)
+	after := s.Interval
+	if res.Waiting && res.RequeueAfter > 0 && res.RequeueAfter < after {
+		after = res.RequeueAfter // a health gate deferred a component
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // input fetches and renders, or returns the error as Input.Err.

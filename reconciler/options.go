@@ -1,8 +1,10 @@
 // Package reconciler drives a rendered component graph into a cluster:
-// staged server-side apply with health gates, an inventory of what was
-// applied, pruning of what the config no longer holds, and the
-// HyperConverged's status. The Pipeline is shared by `converge apply` and
-// converge-controller, which adds a Git source, an interval and watches.
+// staged server-side apply with health gates between components, drift
+// reporting, ignore rules, force recreate of objects with immutable
+// changes, an inventory of what was applied, safe pruning of what the
+// config no longer holds, uninstall, and the HyperConverged's status. The
+// Pipeline is shared by `converge apply` and converge-controller, which
+// adds a Git source, an interval and watches.
 package reconciler
 
 import (
@@ -18,27 +20,50 @@ const (
 	// OwnerGroup prefixes the ownership labels converge.dev/name and
 	// converge.dev/namespace (the HC's name and namespace).
 	OwnerGroup = "converge.dev"
-	// PruneAnnotation set to "disabled" keeps an object when it leaves
-	// the config.
+	// PruneAnnotation set to "disabled" (as an annotation or a label)
+	// keeps an object when it leaves the config or on Uninstall (as
+	// Flux's kustomize.toolkit.fluxcd.io/prune).
 	PruneAnnotation = "converge.dev/prune"
+	// ForceAnnotation set to "enabled", on the desired object or on the
+	// live one (kubectl annotate), lets converge delete and recreate the
+	// object when an apply fails on an immutable field (as Flux's
+	// kustomize.toolkit.fluxcd.io/force).
+	ForceAnnotation = "converge.dev/force"
+	// Disabled and Enabled are the values of PruneAnnotation and
+	// ForceAnnotation.
+	Disabled = "disabled"
+	Enabled  = "enabled"
 )
 
 // Options tunes the pipeline.
 type Options struct {
 	// Concurrency is how many objects of a stage are applied in parallel.
 	Concurrency int
-	// WaitTimeout bounds each stage's health wait.
+	// WaitTimeout bounds each stage's kstatus wait, and the wait for an
+	// object deleted for a force recreate to be gone.
 	WaitTimeout time.Duration
-	// WaitInterval is the poll interval of the health wait.
+	// WaitInterval is the poll interval of those waits.
 	WaitInterval time.Duration
 	// Prune deletes objects that left the config.
 	Prune bool
+	// HealthGates applies a component only when every component it
+	// dependsOn is healthy (kstatus Current; for "conditions" operands
+	// Available=True and Degraded not True). A component whose
+	// dependencies are not healthy is deferred to a later sync; the
+	// pipeline never blocks waiting for an operand.
+	HealthGates bool
+	// WaitingRequeue is the requeue Result.RequeueAfter suggests while a
+	// component is deferred. Operand status changes also trigger a sync
+	// through the metadata watches, usually much sooner.
+	WaitingRequeue time.Duration
 }
 
 // DefaultOptions returns concurrency 16, a 2-minute wait per stage polled
-// every 500ms, and pruning on.
+// every 500ms, pruning on, health gates on and a 15s requeue while
+// waiting.
 func DefaultOptions() Options {
-	return Options{Concurrency: 16, WaitTimeout: 2 * time.Minute, WaitInterval: 500 * time.Millisecond, Prune: true}
+	return Options{Concurrency: 16, WaitTimeout: 2 * time.Minute, WaitInterval: 500 * time.Millisecond,
+		Prune: true, HealthGates: true, WaitingRequeue: 15 * time.Second}
 }
 
 // Owner is converge's ssa.Owner.

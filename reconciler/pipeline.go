@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/pkg/ssa"
@@ -61,7 +62,9 @@ type Input struct {
 type Result struct {
 	Revision string
 	// ChangeSet lists every desired object (created, configured,
-	// unchanged) then every pruned one (deleted, skipped).
+	// unchanged, or skipped when its component was deferred by a health
+	// gate) then every pruned one (deleted, or skipped when it lost its
+	// owner labels or has converge.dev/prune: disabled).
 	ChangeSet *ssa.ChangeSet
 	// Inventory is the inventory saved.
 	Inventory *inventory.Inventory
@@ -69,17 +72,44 @@ type Result struct {
 	Conditions []metav1.Condition
 	// Writes counts the write requests sent to the API server.
 	Writes int
+	// Components is the health of every component evaluated, in graph
+	// order (all of them after a successful apply).
+	Components []ComponentHealth
+	// Waiting is true when a health gate deferred a component: the sync
+	// applied what it could and should be run again (RequeueAfter).
+	Waiting bool
+	// RequeueAfter is the suggested delay before the next sync while
+	// Waiting (Options.WaitingRequeue); zero otherwise. The metadata
+	// watches usually trigger one sooner: an operator's status update
+	// bumps its CR's resourceVersion.
+	RequeueAfter time.Duration
+	// Drifted lists, by inventory ID (sorted), the objects re-applied
+	// although their desired digest was unchanged, because someone else
+	// changed or deleted a field or object converge owns; the apply put
+	// them back. A change only to fields converge does not own (another
+	// manager's label, a field the rendered object does not set, an
+	// ignore rule's path) changes nothing on re-apply and is not drift.
+	// Converge's own writes (the HC status, the versions recorded after a
+	// kstatus wait) are recorded in the inventory and never count.
+	Drifted []string
+	// Recreated lists, by inventory ID (sorted), the objects deleted and
+	// created again because an immutable field changed (ForceAnnotation).
+	Recreated []string
 }
 
-// Sync applies in.Rendered: staged apply, prune of what left the config,
-// inventory, HC status. A failed fetch or render (in.Err) applies and
-// prunes nothing and only reports the error on the HC status. A failed
-// apply prunes nothing and keeps every inventory entry.
+// Sync applies in.Rendered: staged apply (with health gates, ignore
+// rules, force recreate), prune of what left the config, inventory, HC
+// status. A failed fetch or render (in.Err) applies and prunes nothing and
+// only reports the error on the HC status. A failed apply prunes nothing
+// and keeps every inventory entry. Sync never blocks on an operand: a
+// component whose dependencies are not healthy is deferred, Result.Waiting
+// is set and the caller should sync again after Result.RequeueAfter (or
+// on the next watch event).
 func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if in.Rendered == nil {
 		res := &Result{Revision: in.Revision, ChangeSet: ssa.NewChangeSet()}
 		if in.HC.Name != "" {
-			if _, err := p.writeStatus(ctx, in.HC, nil, nil, in.Err, res); err != nil {
+			if _, err := p.writeStatus(ctx, in.HC, nil, nil, nil, in.Err, res); err != nil {
 				return res, fmt.Errorf("%w (and writing status: %v)", in.Err, err)
 			}
 		}
@@ -101,7 +131,11 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 		return nil, err
 	}
 	applied, applyErr := p.applyStages(ctx, r, prev, live, in.Revision)
-	res := &Result{Revision: in.Revision, ChangeSet: applied.ChangeSet, Inventory: applied.Inventory, Writes: applied.Requests}
+	res := &Result{Revision: in.Revision, ChangeSet: applied.ChangeSet, Inventory: applied.Inventory, Writes: applied.Requests,
+		Components: applied.Components, Waiting: applied.Waiting, Drifted: applied.Drifted, Recreated: applied.Recreated}
+	if res.Waiting {
+		res.RequeueAfter = p.Options.WaitingRequeue
+	}
 	if applyErr == nil && p.Options.Prune {
 		pruned, err := p.prune(ctx, prev, res.Inventory, owner)
 		res.ChangeSet.Append(pruned.Entries)
@@ -112,7 +146,7 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 		}
 		applyErr = err
 	}
-	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applyErr, res); err != nil && applyErr == nil {
+	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applied.operands, applyErr, res); err != nil && applyErr == nil {
 		applyErr = err
 	}
 	wrote, err := store.Save(ctx, prev, res.Inventory)
@@ -126,7 +160,15 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 }
 
 func (p *Pipeline) ownerLabels(r *graph.Rendered) map[string]string {
-	return p.Manager.GetOwnerLabels(r.HyperConverged.GetName(), r.HyperConverged.GetNamespace())
+	return p.OwnerLabels(r.HyperConverged.GetNamespace(), r.HyperConverged.GetName())
+}
+
+// OwnerLabels returns the labels converge puts on every object it applies
+// for the HyperConverged hcNamespace/hcName ({"converge.dev/name": hcName,
+// "converge.dev/namespace": hcNamespace}); prune and Uninstall delete only
+// objects that still carry all of them. No render needed.
+func (p *Pipeline) OwnerLabels(hcNamespace, hcName string) map[string]string {
+	return p.Manager.GetOwnerLabels(hcName, hcNamespace)
 }
 
 // kinds returns the distinct GroupVersionKinds of r's objects.

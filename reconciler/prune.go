@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"sort"
 
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -9,37 +10,34 @@ import (
 	"github.com/converge-dev/converge/inventory"
 )
 
-// prune deletes the objects of prev that next no longer holds. Only
-// objects that carry converge's owner labels for this HC are deleted;
-// objects annotated or labelled converge.dev/prune=disabled are kept.
-// Entries whose delete failed are added back to next, so a later
-// reconcile retries them. It returns what it did and the first error.
+// prune deletes the objects of prev that next no longer holds, CRDs and
+// namespaces last (the reverse of ssa's apply order). The rules, as Flux's
+// kustomize-controller prune:
+//
+//   - Only inventory entries are candidates: an object carrying
+//     converge's owner labels that converge never recorded is never
+//     deleted.
+//   - An entry whose live object lost any owner label (someone took it
+//     over) is not deleted, and is dropped from the inventory: converge
+//     no longer claims it, and relabelling it later will not get it
+//     deleted by a sync that happens to run then.
+//   - An object annotated or labelled converge.dev/prune=disabled is not
+//     deleted and is dropped from the inventory (left to the cluster).
+//   - An object whose delete fails stays in next, so a later sync
+//     retries it; the error names it first.
+//
+// It returns what it did (deleted or skipped per object) and the first
+// error.
 func (p *Pipeline) prune(ctx context.Context, prev, next *inventory.Inventory, owner map[string]string) (*ssa.ChangeSet, error) {
 	stale := inventory.Stale(prev, next)
 	cs := ssa.NewChangeSet()
 	if len(stale) == 0 {
 		return cs, nil
 	}
-	var objs []*unstructured.Unstructured
-	byID := map[string]inventory.Entry{}
-	for _, e := range stale {
-		u, err := e.Object()
-		if err != nil {
-			continue // a malformed entry cannot name an object: drop it
-		}
-		objs = append(objs, u)
-		byID[e.ID] = e
-	}
-	opts := ssa.DefaultDeleteOptions()
-	opts.Inclusions = owner
-	opts.Exclusions = map[string]string{PruneAnnotation: "disabled"}
+	objs, byID := entryObjects(stale)
 	var firstErr error
 	for _, u := range objs {
-		entry, err := p.Manager.Delete(ctx, u, opts)
-		if entry != nil {
-			cs.Add(*entry)
-		}
-		if err != nil {
+		if err := p.deleteOne(ctx, u, owner, cs); err != nil {
 			next.Entries = append(next.Entries, byID[inventory.ID(u)])
 			if firstErr == nil {
 				firstErr = err
@@ -48,4 +46,35 @@ func (p *Pipeline) prune(ctx context.Context, prev, next *inventory.Inventory, o
 	}
 	next.Sort()
 	return cs, firstErr
+}
+
+// entryObjects returns skeleton objects for entries in reverse ssa apply
+// order (CRDs and namespaces last), and the entries by ID. A malformed
+// entry cannot name an object and is dropped.
+func entryObjects(entries []inventory.Entry) ([]*unstructured.Unstructured, map[string]inventory.Entry) {
+	var objs []*unstructured.Unstructured
+	byID := map[string]inventory.Entry{}
+	for _, e := range entries {
+		u, err := e.Object()
+		if err != nil {
+			continue
+		}
+		objs = append(objs, u)
+		byID[e.ID] = e
+	}
+	sort.Stable(sort.Reverse(ssa.SortableUnstructureds(objs)))
+	return objs, byID
+}
+
+// deleteOne deletes u with the prune rules (owner labels required,
+// converge.dev/prune=disabled kept) and records the action in cs.
+func (p *Pipeline) deleteOne(ctx context.Context, u *unstructured.Unstructured, owner map[string]string, cs *ssa.ChangeSet) error {
+	opts := ssa.DefaultDeleteOptions()
+	opts.Inclusions = owner
+	opts.Exclusions = map[string]string{PruneAnnotation: Disabled}
+	entry, err := p.Manager.Delete(ctx, u, opts)
+	if entry != nil {
+		cs.Add(*entry)
+	}
+	return err
 }

@@ -31,7 +31,10 @@ var hcGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kin
 // (failed fetch or render) only the conditions change. It records the
 // HC's resulting resourceVersion in inv so the status write itself is not
 // taken for drift.
-func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r *graph.Rendered, inv *inventory.Inventory, syncErr error, res *Result) (bool, error) {
+//
+// known holds operands already read this sync (by inventory ID); the
+// others are read now.
+func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r *graph.Rendered, inv *inventory.Inventory, known map[string]hcstatus.Operand, syncErr error, res *Result) (bool, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(hcGVK)
 	if err := p.Reader.Get(ctx, key, cur); err != nil {
@@ -52,7 +55,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 	}
 	in := hcstatus.Input{ReconcileError: syncErr, Generation: cur.GetGeneration()}
 	if r != nil {
-		ops, err := p.readOperands(ctx, r)
+		ops, err := p.readOperands(ctx, r, known)
 		if err != nil {
 			return false, err
 		}
@@ -94,25 +97,22 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 	return true, nil
 }
 
-// readOperands reads the conditions of every object of r whose health rule
-// is "conditions", in graph order.
-func (p *Pipeline) readOperands(ctx context.Context, r *graph.Rendered) ([]hcstatus.Operand, error) {
+// readOperands returns the conditions of every object of r whose health
+// rule is "conditions", in graph order: from known when read already this
+// sync, else read now.
+func (p *Pipeline) readOperands(ctx context.Context, r *graph.Rendered, known map[string]hcstatus.Operand) ([]hcstatus.Operand, error) {
 	var ops []hcstatus.Operand
 	for _, n := range r.Nodes {
 		for _, o := range n.Objects {
 			if r.HealthRule(o.GetKind()) != "conditions" {
 				continue
 			}
-			cur := &unstructured.Unstructured{}
-			cur.SetGroupVersionKind(o.GroupVersionKind())
-			op := hcstatus.Operand{Kind: o.GetKind()}
-			err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
-			if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-				return nil, fmt.Errorf("reading %s: %w", ssaSubject(o), err)
-			}
-			if raw, ok, _ := unstructured.NestedSlice(cur.Object, "status", "conditions"); ok {
-				b, _ := json.Marshal(raw)
-				_ = json.Unmarshal(b, &op.Conditions)
+			op, ok := known[inventory.ID(o)]
+			if !ok {
+				var err error
+				if op, err = p.readOperand(ctx, o); err != nil {
+					return nil, err
+				}
 			}
 			ops = append(ops, op)
 		}

@@ -27,7 +27,8 @@ type InventoryStore interface {
 
 // ConfigMapStore keeps the inventory in the ConfigMap InventoryName(Name)
 // in Namespace (the HC's), under key inventory.json: the store of
-// `converge apply`, which has no Sync object.
+// `converge apply`, which has no Sync object. Saving an empty inventory
+// deletes the ConfigMap.
 type ConfigMapStore struct {
 	Client    client.Client
 	Reader    client.Reader
@@ -68,8 +69,20 @@ func loadInventory(ctx context.Context, r client.Reader, namespace, name string)
 }
 
 // saveInventory writes inv with server-side apply unless it equals prev.
-// It reports whether it wrote.
+// An inventory with no entries (after Uninstall) deletes the ConfigMap
+// instead (a missing ConfigMap or namespace is fine). It reports whether
+// it wrote.
 func saveInventory(ctx context.Context, c client.Client, namespace, name string, prev, inv *inventory.Inventory) (bool, error) {
+	if inv != nil && len(inv.Entries) == 0 {
+		if prev == nil {
+			return false, nil
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InventoryName(name)}}
+		if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("deleting inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+		}
+		return true, nil
+	}
 	data, err := json.Marshal(inv)
 	if err != nil {
 		return false, err

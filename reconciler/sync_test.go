@@ -101,7 +101,9 @@ func newSyncer(t *testing.T, repo *gitRepo) *syncer {
 		Path:     ".",
 		Interval: time.Minute,
 		Engine:   e,
-		Pipeline: reconciler.NewPipeline(c, nil, reconciler.DefaultOptions()),
+		// Gates off: this story (first sync creates everything, prune,
+		// failures) is not about health; TestHealthGates is.
+		Pipeline: reconciler.NewPipeline(c, nil, testOptions(false)),
 		OnResult: func(r *reconciler.Result, err error) { sy.res, sy.err = r, err },
 	}
 	return sy

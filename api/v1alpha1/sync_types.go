@@ -216,6 +216,9 @@ type InventoryEntry struct {
 	Digest string `json:"d,omitempty"`
 	// ResourceVersion is its resourceVersion after converge's last write.
 	ResourceVersion string `json:"rv,omitempty"`
+	// Component is the graph node that derives the object ("crds" for the
+	// generated CRDs), for `converge tree`.
+	Component string `json:"c,omitempty"`
 }
 
 // ComponentStatus is one graph component's health.

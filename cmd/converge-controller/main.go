@@ -1,7 +1,11 @@
-// Command converge-controller runs the converge pipeline continuously: it
-// fetches a HyperConverged config from a Git URL, renders the component
-// graph and drives it into the cluster it runs in (the in-cluster
-// Deployment), correcting drift as soon as its watches see it. It also
+// Command converge-controller reconciles every converge.dev/v1alpha1 Sync
+// of the cluster it runs in (or of --watch-namespace) with package
+// syncctl: it fetches each Sync's HyperConverged config from Git, renders
+// the component graph and drives it into the Sync's target cluster (its
+// own, or a remote one from a kubeconfig Secret), correcting drift as soon
+// as its watches see it. It serves Prometheus metrics
+// (--metrics-bind-address) and the push webhook receiver
+// (--receiver-bind-address, POST /hook/<namespace>/<name>). It also
 // serves the hco-webhook, which refuses a HyperConverged converge could
 // not render (package admission), with a serving certificate it issues
 // and rotates itself (package webhookcert).
@@ -12,14 +16,15 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,14 +32,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/admission"
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/gitops"
 	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/metrics"
+	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/syncctl"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -86,29 +96,26 @@ func main() {
 
 func run() error {
 	var (
-		src         gitops.Source
-		path        string
-		interval    time.Duration
-		metricsAddr string
-		probeAddr   string
-		leaderElect bool
-		leaderNS    string
-		cacheDir    string
-		noPrune     bool
-		wh          webhookFlags
+		metricsAddr  string
+		probeAddr    string
+		receiverAddr string
+		watchNS      string
+		leaderElect  bool
+		leaderNS     string
+		cacheDir     string
+		concurrent   int
+		depRequeue   time.Duration
+		wh           webhookFlags
 	)
-	flag.StringVar(&src.URL, "repo-url", "", "Git URL of the config repository (local path, file://, http(s)://)")
-	flag.StringVar(&src.Ref.Branch, "branch", "", "branch to follow (default: the remote's default branch)")
-	flag.StringVar(&src.Ref.Tag, "tag", "", "tag to check out")
-	flag.StringVar(&src.Ref.Commit, "commit", "", "commit to check out")
-	flag.StringVar(&path, "path", ".", "directory of the config inside the repository")
-	flag.DurationVar(&interval, "interval", time.Minute, "how often to fetch and reconcile")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	flag.StringVar(&receiverAddr, "receiver-bind-address", ":9292", "address of the push webhook receiver, POST /hook/<namespace>/<name> (0 disables)")
+	flag.StringVar(&watchNS, "watch-namespace", "", "reconcile only the Syncs of this namespace (default: all namespaces)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: in-cluster namespace)")
 	flag.StringVar(&cacheDir, "cache-dir", "", "Git cache directory (default: the user cache dir)")
-	flag.BoolVar(&noPrune, "no-prune", false, "never delete objects that left the config")
+	flag.IntVar(&concurrent, "concurrent", syncctl.DefaultOptions().Concurrency, "how many Syncs are reconciled in parallel")
+	flag.DurationVar(&depRequeue, "requeue-dependency", syncctl.DefaultOptions().DependencyRequeue, "how often a Sync whose dependsOn are not ready checks them again")
 	flag.BoolVar(&wh.enabled, "webhook", true, "serve the hco-webhook, the validating admission webhook of HyperConverged (needs --webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	flag.IntVar(&wh.port, "webhook-port", 4343, "port of the hco-webhook server")
 	flag.StringVar(&wh.certDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of an externally managed serving certificate (e.g. from cert-manager); empty: issue and rotate one in --webhook-secret-name and inject its CA into the webhook configuration")
@@ -121,16 +128,8 @@ func run() error {
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	if src.URL == "" {
-		return fmt.Errorf("--repo-url is required")
-	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 
-	req, err := labels.NewRequirement(reconciler.OwnerGroup+"/inventory", selection.Exists, nil)
-	if err != nil {
-		return err
-	}
-	inventorySel := labels.NewSelector().Add(*req)
 	ep, err := wh.endpoint()
 	if err != nil {
 		return err
@@ -152,16 +151,23 @@ func run() error {
 		}
 		whServer = webhook.NewServer(whOpts)
 	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	cacheOpts := cache.Options{}
+	if watchNS != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{watchNS: {}}
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                  scheme,
 		WebhookServer:           whServer,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "converge-controller.converge.dev",
 		LeaderElectionNamespace: leaderNS,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: inventorySel},
-		}},
+		Cache:                   cacheOpts,
 	})
 	if err != nil {
 		return err
@@ -174,37 +180,27 @@ func run() error {
 	if cacheDir != "" {
 		gopts.CacheDir = cacheDir
 	}
-	opts := reconciler.DefaultOptions()
-	opts.Prune = !noPrune
-	s := &reconciler.GitSync{
-		Fetcher: gitops.NewFetcher(gopts), Source: src, Path: path, Interval: interval, Engine: engine,
-		Pipeline: reconciler.NewPipeline(mgr.GetClient(), mgr.GetCache(), opts),
-		Facts: func(ctx context.Context) (map[string]any, error) {
-			return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())
-		},
+	rec, err := metrics.NewRecorder(ctrlmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	opts := syncctl.DefaultOptions()
+	opts.Concurrency, opts.DependencyRequeue = concurrent, depRequeue
+	r := &syncctl.Reconciler{Engine: engine, Fetcher: gitops.NewFetcher(gopts), Metrics: rec, Options: opts}
+	localFacts := func(ctx context.Context) (map[string]any, error) {
+		return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())
 	}
 	if wh.enabled {
 		// v1beta1 is served too, converted by the /convert webhook.
 		engine.EnableConversion(ep.ClientConfig(admission.ConvertPath))
 	}
 	if certs != nil {
-		// The CRD's conversion webhook gets its caBundle once the first
-		// sync created the CRD (and after every later sync, in case the
-		// CRD was re-created).
-		s.OnResult = func(*reconciler.Result, error) { certs.Trigger() }
-		// The webhook certificate follows the HC's certConfig, like the
-		// operands' certificates do.
-		s.OnRender = func(r *graph.Rendered) {
-			l, err := admission.Lifetimes(r.HyperConverged)
-			if err == nil {
-				err = certs.SetLifetimes(l)
-			}
-			if err != nil {
-				ctrl.Log.Error(err, "hco-webhook certificate keeps its lifetimes")
-			}
-		}
+		wireCertificate(r, certs)
 	}
-	if err := s.SetupWithManager(mgr); err != nil {
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := addReceiver(mgr, receiverAddr, r); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -214,11 +210,78 @@ func run() error {
 		return err
 	}
 	if wh.enabled {
-		if err := setupWebhook(mgr, engine, *ep, certs, s.Facts); err != nil {
+		if err := setupWebhook(mgr, engine, *ep, certs, localFacts); err != nil {
 			return err
 		}
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// newScheme knows the client-go types and converge.dev/v1alpha1.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// wireCertificate makes the hco-webhook's certificate follow the Syncs
+// that drive the controller's own cluster (spec.target unset): its
+// lifetimes follow their HC's spec.certConfig, as the operands'
+// certificates do (with several such Syncs, the last rendered wins), and
+// the CRD conversion webhook gets its caBundle after each of their syncs
+// (the first creates the CRD; a later one may re-create it).
+func wireCertificate(r *syncctl.Reconciler, certs *webhookcert.Manager) {
+	r.OnSynced = func(s *v1alpha1.Sync, _ *reconciler.Result, _ error) {
+		if s.Spec.Target == nil {
+			certs.Trigger()
+		}
+	}
+	r.OnRender = func(s *v1alpha1.Sync, rd *graph.Rendered) {
+		if s.Spec.Target != nil {
+			return
+		}
+		l, err := admission.Lifetimes(rd.HyperConverged)
+		if err == nil {
+			err = certs.SetLifetimes(l)
+		}
+		if err != nil {
+			ctrl.Log.Error(err, "hco-webhook certificate keeps its lifetimes", "sync", s.Namespace+"/"+s.Name)
+		}
+	}
+}
+
+// addReceiver serves the push webhook receiver on addr ("0" or "" serves
+// nothing): POST /hook/<namespace>/<name> triggers a reconcile of that
+// Sync. It runs on the leader only, where the reconciles happen.
+func addReceiver(mgr manager.Manager, addr string, r *syncctl.Reconciler) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle(receiver.PathPrefix, &receiver.Handler{Reader: mgr.GetAPIReader(), Trigger: r.Trigger, Log: ctrl.Log.WithName("receiver")})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("receiver: listening on %s: %w", addr, err)
+		}
+		ctrl.Log.Info("receiver serving", "address", l.Addr().String(), "path", receiver.PathPrefix+"<namespace>/<name>")
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
+			return err
+		}
+		return nil
+	}))
 }
 
 // disableHTTP2 serves the webhook over HTTP/1.1 only, as kubebuilder's

@@ -2,9 +2,14 @@
 // no setup (`make demo`): it starts a real kube-apiserver and etcd on
 // loopback, puts the example config (testdata/example) into a local Git
 // repository, runs converge-controller's pipeline against it, prints the
-// applied inventory and the HyperConverged conditions, then commits a
-// feature-gate flip and shows the new revision applied. Ctrl-C stops
-// everything it started.
+// applied inventory, the component health and the HyperConverged
+// conditions. No operator runs, so the health gates hold back the
+// components whose dependencies are not Available (hpp waits for cdi);
+// the demo then plays the operators' part, clearly labelled, writing
+// Available conditions on the operand CRs, and shows the held-back
+// components applied by the syncs the status changes trigger. Finally it
+// commits a feature-gate flip and shows the new revision applied. Ctrl-C
+// stops everything it started.
 package main
 
 import (
@@ -69,7 +74,8 @@ func run(ctx context.Context) error {
 	}
 
 	results := make(chan *reconciler.Result, 16)
-	mgr, sync, err := startController(env, repoDir, filepath.Join(work, "cache"), results)
+	rendered := make(chan *graph.Rendered, 16)
+	mgr, sync, err := startController(env, repoDir, filepath.Join(work, "cache"), results, rendered)
 	if err != nil {
 		return err
 	}
@@ -86,7 +92,15 @@ func run(ctx context.Context) error {
 	fmt.Printf("revision %s, %d write requests\n\n", res.Revision, res.Writes)
 	cli.PrintChangeSet(os.Stdout, res.ChangeSet)
 	fmt.Println()
+	printComponents(res)
+	fmt.Println()
 	cli.PrintConditions(os.Stdout, res.Conditions)
+
+	if res.Waiting {
+		if res, err = simulateOperators(ctx, env, rendered, results); err != nil {
+			return err
+		}
+	}
 
 	say("committing a change: spec.featureGates.downwardMetrics: false → true")
 	if err := flipGate(repo, repoDir); err != nil {
@@ -109,7 +123,7 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-func startController(env *controlplane.Env, repoDir, cacheDir string, results chan<- *reconciler.Result) (ctrl.Manager, *reconciler.GitSync, error) {
+func startController(env *controlplane.Env, repoDir, cacheDir string, results chan<- *reconciler.Result, rendered chan<- *graph.Rendered) (ctrl.Manager, *reconciler.GitSync, error) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return nil, nil, err
@@ -127,6 +141,12 @@ func startController(env *controlplane.Env, repoDir, cacheDir string, results ch
 		Pipeline: reconciler.NewPipeline(mgr.GetClient(), mgr.GetCache(), reconciler.DefaultOptions()),
 		Facts: func(ctx context.Context) (map[string]any, error) {
 			return facts.Discover(ctx, mgr.GetAPIReader(), mgr.GetRESTMapper())
+		},
+		OnRender: func(r *graph.Rendered) {
+			select {
+			case rendered <- r:
+			default:
+			}
 		},
 		OnResult: func(r *reconciler.Result, err error) {
 			if err != nil {

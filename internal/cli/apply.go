@@ -38,6 +38,8 @@ from the cluster's nodes.`,
 			}
 			opts := reconciler.DefaultOptions()
 			opts.Prune = prune
+			// One shot: no later sync would apply what a health gate defers.
+			opts.HealthGates = false
 			res, err := reconciler.NewPipeline(c, nil, opts).Sync(ctx, reconciler.Input{Rendered: r, Revision: revision})
 			if res != nil {
 				PrintChangeSet(g.stdout, res.ChangeSet)

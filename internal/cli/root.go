@@ -1,13 +1,17 @@
 // Package cli implements the `converge` command line: vet, render, diff,
-// apply and version. Main is called by cmd/converge and, in-process, by
-// the testscript tests.
+// apply, install, get, tree, events, reconcile, suspend, resume and
+// version. Main is called by cmd/converge and, in-process, by the
+// testscript tests.
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -29,20 +33,30 @@ type globals struct {
 }
 
 // Main runs the CLI with os.Args and returns the process exit code: 0 on
-// success, 1 on invalid input or a failed apply.
+// success, 1 on invalid input, a failed apply or a failed reconcile.
+// SIGINT and SIGTERM cancel the command (converge events --watch ends
+// with 0).
 func Main() int {
-	return Run(os.Args[1:], os.Stdout, os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return RunContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // Run runs the CLI with args, writing to stdout and stderr; it returns
 // the exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
+	return RunContext(context.Background(), args, stdout, stderr)
+}
+
+// RunContext is Run with a context whose cancellation stops the command
+// (the end of converge events --watch, an abandoned reconcile wait).
+func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		var silent *silentError
 		if !errors.As(err, &silent) {
 			fmt.Fprintln(stderr, "error:", err)
@@ -65,7 +79,9 @@ func newRoot(g *globals) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubecontext, "context", "", "the kubeconfig context to use")
-	root.AddCommand(newVet(g), newRender(g), newDiff(g), newApply(g), newVersion(g))
+	root.AddCommand(newVet(g), newRender(g), newDiff(g), newApply(g), newVersion(g),
+		newInstall(g), newGet(g), newTree(g), newEvents(g),
+		newReconcile(g), newSuspend(g), newResume(g))
 	return root
 }
 

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/inventory"
+)
+
+// ComponentLabel on an applied object names the graph component that
+// derived it; converge tree groups a Sync's inventory by it. Objects
+// without it (or missing from the cluster) are listed after the
+// components.
+const ComponentLabel = "converge.dev/component"
+
+func newTree(g *globals) *cobra.Command {
+	var ns string
+	cmd := &cobra.Command{
+		Use:   "tree SYNC",
+		Short: "Show a Sync's components and the live status of every object it applied",
+		Long: `tree prints the Sync SYNC (in -n, default converge-system) as a tree, as
+"flux tree kustomization" does: each graph component of status.components,
+in graph order, with its health, and under it each object of the Sync's
+inventory (status.inventory) that carries the label
+converge.dev/component=<component>, with its kstatus status (Current,
+InProgress, Failed, Terminating, NotFound) computed from the object read
+live. Objects without that label, and objects missing from the cluster
+(NotFound), follow the components.
+
+The objects are read from the Sync's target: the cluster of the kubeconfig
+for a Sync without spec.target, else the cluster of the kubeconfig in the
+Secret spec.target.kubeConfig.secretRef (key spec.target.kubeConfig.key,
+default "value") in the Sync's namespace, read with the credentials in
+that kubeconfig (spec.serviceAccountName is not impersonated: tree only
+reads).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := getSync(ctx, c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			target, err := targetClient(ctx, c, s)
+			if err != nil {
+				return err
+			}
+			printTree(g.stdout, syncTree(ctx, target, s))
+			return nil
+		},
+	}
+	namespaceFlags(cmd, &ns, nil)
+	return cmd
+}
+
+// targetClient gives a client of the Sync's target cluster: c itself, or
+// one from the kubeconfig in the Secret spec.target names.
+func targetClient(ctx context.Context, c client.Client, s *v1alpha1.Sync) (client.Client, error) {
+	if s.Spec.Target == nil {
+		return c, nil
+	}
+	ref := s.Spec.Target.KubeConfig
+	key := ref.Key
+	if key == "" {
+		key = "value"
+	}
+	what := fmt.Sprintf("Sync %s/%s: target kubeconfig Secret %s/%s", s.Namespace, s.Name, s.Namespace, ref.SecretRef.Name)
+	sec := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.SecretRef.Name}, sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s not found", what)
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	data, ok := sec.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: no key %q", what, key)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s key %q: %w", what, key, err)
+	}
+	tc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("%s key %q: %w", what, key, err)
+	}
+	return tc, nil
+}
+
+// treeNode is one line of the tree and the lines under it.
+type treeNode struct {
+	text     string
+	children []*treeNode
+}
+
+// syncTree builds the tree of s: its components, each with the inventory
+// objects labelled with its name, then the objects of no (known)
+// component. Each object is read from target and its kstatus computed.
+func syncTree(ctx context.Context, target client.Client, s *v1alpha1.Sync) *treeNode {
+	ready := readyCondition(s)
+	root := &treeNode{text: fmt.Sprintf("Sync/%s/%s [Ready=%s] %s", s.Namespace, s.Name, ready.Status, orDash(s.Status.LastAppliedRevision))}
+	byName := map[string]*treeNode{}
+	for _, cs := range s.Status.Components {
+		n := &treeNode{text: fmt.Sprintf("%s [%s]", cs.Name, cs.Health)}
+		if cs.Message != "" {
+			n.text += " " + oneLine(cs.Message)
+		}
+		byName[cs.Name] = n
+		root.children = append(root.children, n)
+	}
+	var loose []*treeNode
+	if s.Status.Inventory != nil {
+		for _, e := range s.Status.Inventory.Entries {
+			text, component := objectStatus(ctx, target, e)
+			if parent := byName[component]; parent != nil {
+				parent.children = append(parent.children, &treeNode{text: text})
+			} else {
+				loose = append(loose, &treeNode{text: text})
+			}
+		}
+	}
+	root.children = append(root.children, loose...)
+	return root
+}
+
+// objectStatus reads the inventory entry's object from c and gives its
+// line ("Kind/namespace/name [Status] message") and its component label.
+func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntry) (string, string) {
+	ns, name, gk, err := inventory.ParseID(e.ID)
+	if err != nil {
+		return fmt.Sprintf("%s [Unknown] %v", e.ID, err), ""
+	}
+	subject := gk.Kind + "/" + name
+	if ns != "" {
+		subject = gk.Kind + "/" + ns + "/" + name
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: gk.Group, Version: e.Version, Kind: gk.Kind})
+	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return subject + " [" + status.NotFoundStatus.String() + "]", ""
+	case err != nil:
+		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error())), ""
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error())), u.GetLabels()[ComponentLabel]
+	}
+	text := fmt.Sprintf("%s [%s]", subject, res.Status)
+	if res.Message != "" && res.Status != status.CurrentStatus {
+		text += " " + oneLine(res.Message)
+	}
+	return text, u.GetLabels()[ComponentLabel]
+}
+
+// printTree draws n with box-drawing branches, as flux tree does.
+func printTree(w io.Writer, n *treeNode) {
+	fmt.Fprintln(w, n.text)
+	printChildren(w, n.children, "")
+}
+
+func printChildren(w io.Writer, children []*treeNode, prefix string) {
+	for i, c := range children {
+		branch, indent := "├── ", "│   "
+		if i == len(children)-1 {
+			branch, indent = "└── ", "    "
+		}
+		fmt.Fprintln(w, prefix+branch+c.text)
+		printChildren(w, c.children, prefix+indent)
+	}
+}

@@ -1,0 +1,160 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fluxcd/pkg/ssa"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge/reconciler"
+)
+
+var openshift = map[string]any{"platform": "openshift"}
+
+const (
+	cdiAPI  = "cdi.kubevirt.io/v1beta1"
+	cdiName = "cdi-kubevirt-hyperconverged"
+	kvAPI   = "kubevirt.io/v1"
+	kvName  = "kubevirt-kubevirt-hyperconverged"
+	hppAPI  = "hostpathprovisioner.kubevirt.io/v1beta1"
+	hppName = "hostpath-provisioner"
+	sspAPI  = "ssp.kubevirt.io/v1beta3"
+	sspName = "ssp-kubevirt-hyperconverged"
+)
+
+// TestHealthGates drives the example (OpenShift facts, so SSP exists)
+// with health gates on, the test acting as the operators: hpp (dependsOn
+// cdi) and ssp (dependsOn virt, cdi) are applied only once the test
+// marks CDI, then KubeVirt, Available; a deferred component keeps its
+// applied objects (no prune, no update) while its dependency is Degraded.
+func TestHealthGates(t *testing.T) {
+	c, p, _ := newClient(t)
+	r := renderExample(t, nil, openshift)
+	syncs, writes := 0, 0
+	run := func() *reconciler.Result {
+		t.Helper()
+		res := doSync(t, p, r)
+		syncs++
+		writes += res.Writes
+		return res
+	}
+
+	// 1. First sync: everything but hpp and ssp.
+	res := run()
+	if !res.Waiting || res.RequeueAfter <= 0 {
+		t.Errorf("Waiting = %v, RequeueAfter = %s; want true and a requeue", res.Waiting, res.RequeueAfter)
+	}
+	var order []string
+	for _, ch := range res.Components {
+		order = append(order, ch.Name)
+	}
+	if got := strings.Join(order, ","); got != "hco,aaq,cdi,cnao,filerestore,migration,virt,hpp,ssp" {
+		t.Errorf("Components order = %s, want graph order", got)
+	}
+	h := health(res)
+	for name, want := range map[string]reconciler.Health{
+		"hco": reconciler.Healthy, "cdi": reconciler.Progressing, "virt": reconciler.Progressing,
+		"hpp": reconciler.Waiting, "ssp": reconciler.Waiting,
+	} {
+		if h[name].Health != want {
+			t.Errorf("%s = %s (%s), want %s", name, h[name].Health, h[name].Message, want)
+		}
+	}
+	if want := "waiting for cdi: CDI/" + cdiName + " has no conditions"; h["hpp"].Message != want {
+		t.Errorf("hpp message = %q, want %q", h["hpp"].Message, want)
+	}
+	if !strings.Contains(h["ssp"].Message, "waiting for virt: KubeVirt/"+hcNS+"/"+kvName) {
+		t.Errorf("ssp message = %q, want it to name the KubeVirt CR", h["ssp"].Message)
+	}
+	if obj(t, c, hppAPI, "HostPathProvisioner", "", hppName) != nil || obj(t, c, sspAPI, "SSP", hcNS, sspName) != nil {
+		t.Fatal("hpp or ssp applied before their dependencies are healthy")
+	}
+	if a := actions(res.ChangeSet)["HostPathProvisioner/"+hppName]; a != ssa.SkippedAction {
+		t.Errorf("HostPathProvisioner action = %q, want skipped", a)
+	}
+
+	// 2. CDI becomes Available: hpp is applied, ssp still waits for virt.
+	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	res = run()
+	h = health(res)
+	if obj(t, c, hppAPI, "HostPathProvisioner", "", hppName) == nil {
+		t.Fatalf("HostPathProvisioner not applied after CDI became Available (hpp: %+v)", h["hpp"])
+	}
+	if h["cdi"].Health != reconciler.Healthy || h["hpp"].Health != reconciler.Progressing {
+		t.Errorf("cdi = %+v, hpp = %+v; want Healthy and Progressing", h["cdi"], h["hpp"])
+	}
+	if h["ssp"].Health != reconciler.Waiting || strings.Contains(h["ssp"].Message, "cdi") {
+		t.Errorf("ssp = %+v, want Waiting for virt only", h["ssp"])
+	}
+	if obj(t, c, sspAPI, "SSP", hcNS, sspName) != nil {
+		t.Fatal("SSP applied while KubeVirt is not Available")
+	}
+
+	// 3. KubeVirt too: ssp is applied; nothing waits any more.
+	setConditions(t, c, kvAPI, "KubeVirt", hcNS, kvName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	res = run()
+	if res.Waiting || obj(t, c, sspAPI, "SSP", hcNS, sspName) == nil {
+		t.Fatalf("after KubeVirt Available: Waiting = %v, SSP applied = %v; components %+v", res.Waiting, obj(t, c, sspAPI, "SSP", hcNS, sspName) != nil, res.Components)
+	}
+	t.Logf("gates on: %d syncs, %d write requests until every component was applied (the test marked CDI and KubeVirt Available in between)", syncs, writes)
+
+	// 4. CDI degrades and the config changes the HostPathProvisioner: hpp
+	// is deferred again; its applied object is neither pruned nor updated.
+	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionTrue, "cdi-apiserver crashlooping")
+	r = renderExample(t, map[string][]string{"hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
+	res = run()
+	h = health(res)
+	if h["cdi"].Health != reconciler.Failed || h["hpp"].Health != reconciler.Waiting ||
+		!strings.Contains(h["hpp"].Message, "Degraded=True: cdi-apiserver crashlooping") {
+		t.Errorf("cdi = %+v, hpp = %+v; want Failed and Waiting on the Degraded condition", h["cdi"], h["hpp"])
+	}
+	hpp := obj(t, c, hppAPI, "HostPathProvisioner", "", hppName)
+	if hpp == nil {
+		t.Fatal("deferred HostPathProvisioner was pruned")
+	}
+	if !inInventory(res, "_"+hppName+"_hostpathprovisioner.kubevirt.io_HostPathProvisioner") {
+		t.Error("deferred HostPathProvisioner dropped from the inventory")
+	}
+	if path := poolPath(hpp); path != "/var/hpvolumes" {
+		t.Errorf("deferred HostPathProvisioner updated anyway: path %q", path)
+	}
+	// 5. CDI recovers: the change reaches the HostPathProvisioner.
+	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	res = run()
+	if a := actions(res.ChangeSet)["HostPathProvisioner/"+hppName]; a != ssa.ConfiguredAction {
+		t.Errorf("HostPathProvisioner after CDI recovered = %q, want configured", a)
+	}
+	if path := poolPath(obj(t, c, hppAPI, "HostPathProvisioner", "", hppName)); path != "/var/other" {
+		t.Errorf("HostPathProvisioner path = %q after CDI recovered, want /var/other", path)
+	}
+}
+
+func poolPath(u *unstructured.Unstructured) string {
+	pools, _, _ := unstructured.NestedSlice(u.Object, "spec", "storagePools")
+	if len(pools) == 0 {
+		return ""
+	}
+	s, _ := pools[0].(map[string]any)["path"].(string)
+	return s
+}
+
+// TestHealthGatesOff applies everything in one sync, operands or not.
+func TestHealthGatesOff(t *testing.T) {
+	c, _, mk := newClient(t)
+	p := mk(testOptions(false))
+	res := doSync(t, p, renderExample(t, nil, openshift))
+	if res.Waiting {
+		t.Errorf("Waiting with gates off: %+v", res.Components)
+	}
+	if obj(t, c, hppAPI, "HostPathProvisioner", "", hppName) == nil || obj(t, c, sspAPI, "SSP", hcNS, sspName) == nil {
+		t.Fatal("gates off: hpp or ssp not applied in the first sync")
+	}
+	for _, ch := range res.Components {
+		if ch.Health == reconciler.Waiting {
+			t.Errorf("%s Waiting with gates off", ch.Name)
+		}
+	}
+	t.Logf("gates off: 1 sync, %d write requests until every component was applied", res.Writes)
+}

@@ -1,0 +1,117 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/hcstatus"
+	"github.com/converge-dev/converge/inventory"
+)
+
+// Health is a component's state after a sync.
+type Health string
+
+// Health values, worst last.
+const (
+	// Healthy: every object is ready (kstatus Current; operands
+	// Available=True and Degraded not True).
+	Healthy Health = "Healthy"
+	// Progressing: applied, and an operand is not Available yet.
+	Progressing Health = "Progressing"
+	// Waiting: not applied this sync because a component it dependsOn is
+	// not healthy (health gates). Its objects keep their previous
+	// inventory entries and are not pruned.
+	Waiting Health = "Waiting"
+	// Failed: applied, and an operand reports Degraded=True.
+	Failed Health = "Failed"
+)
+
+// ComponentHealth is one graph component's health after a sync.
+type ComponentHealth struct {
+	// Name is the component (hco, virt, cdi, …).
+	Name   string
+	Health Health
+	// Message says why the component is not Healthy, naming the object
+	// and condition, e.g. "waiting for cdi: CDI/cdi-kubevirt-hyperconverged
+	// Available=False: deploying"; empty when Healthy.
+	Message string
+}
+
+// blockedBy returns why n may not be applied yet: the message of each
+// dependency that is not Healthy, as "waiting for <dep>: <why>" joined by
+// "; ". It returns "" when every dependency is Healthy.
+func blockedBy(n graph.Node, health map[string]ComponentHealth) string {
+	var msgs []string
+	for _, d := range n.DependsOn {
+		h, ok := health[d]
+		switch {
+		case !ok:
+			msgs = append(msgs, fmt.Sprintf("waiting for %s: not applied", d))
+		case h.Health != Healthy:
+			msgs = append(msgs, fmt.Sprintf("waiting for %s: %s", d, h.Message))
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// nodeHealth evaluates n after its objects were applied and its stage's
+// kstatus wait passed: kstatus-rule objects count as Current (the wait
+// fails the sync otherwise; objects skipped as unchanged keep the state
+// they had when applied), "none" objects are ignored, and each
+// "conditions" object is read and judged with hcstatus.Assess. The
+// operands read are recorded in ops by inventory ID, for the HC status.
+func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.Node, ops map[string]hcstatus.Operand) (ComponentHealth, error) {
+	h := ComponentHealth{Name: n.Name, Health: Healthy}
+	var msgs []string
+	for _, o := range n.Objects {
+		if r.HealthRule(o.GetKind()) != "conditions" {
+			continue
+		}
+		op, err := p.readOperand(ctx, o)
+		if err != nil {
+			return h, err
+		}
+		ops[inventory.ID(o)] = op
+		state, msg := hcstatus.Assess(op)
+		switch state {
+		case hcstatus.DegradedState:
+			h.Health = Failed
+			msgs = append(msgs, msg)
+		case hcstatus.NotReady:
+			if h.Health != Failed {
+				h.Health = Progressing
+			}
+			msgs = append(msgs, msg)
+		}
+	}
+	h.Message = strings.Join(msgs, "; ")
+	return h, nil
+}
+
+// readOperand reads o's status conditions; an object not found (not
+// created yet, or not in the cache yet) has none.
+func (p *Pipeline) readOperand(ctx context.Context, o *unstructured.Unstructured) (hcstatus.Operand, error) {
+	op := hcstatus.Operand{Kind: o.GetKind(), Name: o.GetName()}
+	if o.GetNamespace() != "" {
+		op.Name = o.GetNamespace() + "/" + o.GetName()
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
+	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return op, fmt.Errorf("reading %s: %w", ssaSubject(o), err)
+	}
+	if raw, ok, _ := unstructured.NestedSlice(cur.Object, "status", "conditions"); ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &op.Conditions)
+	}
+	return op, nil
+}
