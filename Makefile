@@ -23,7 +23,8 @@ $(BIN)/kube-apiserver $(BIN)/etcd:
 $(BIN)/cue: go.mod
 	$(GO) build -o $(BIN)/cue cuelang.org/go/cmd/cue
 
-## demo: the main job end to end on a local API server and Git repository
+## demo: converge as a user runs it — install, a Sync, health gates, a commit,
+## drift, events, suspend/resume — on a local API server and Git server (needs git)
 demo: controlplane
 	$(GO) build -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo

@@ -27,6 +27,10 @@ type Entry struct {
 	Digest string `json:"d,omitempty"`
 	// ResourceVersion is the object's resourceVersion after the apply.
 	ResourceVersion string `json:"rv,omitempty"`
+	// Component is the graph component that derives the object (a
+	// graph.Node name such as "virt", or "crds" for the generated CRDs);
+	// empty in inventories written before converge recorded it.
+	Component string `json:"c,omitempty"`
 }
 
 // Inventory is the applied set for one revision.

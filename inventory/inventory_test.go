@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"encoding/json"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,5 +83,23 @@ func TestDigest(t *testing.T) {
 	b.SetLabels(map[string]string{"k": "v"})
 	if Digest(a) == Digest(b) {
 		t.Error("a label change did not change the digest")
+	}
+}
+
+// TestEntryJSON pins the short JSON keys of an entry (the status and the
+// inventory ConfigMap use them) and that an entry without a component,
+// as older controllers wrote, reads back with an empty one.
+func TestEntryJSON(t *testing.T) {
+	e := Entry{ID: "ns_kv_kubevirt.io_KubeVirt", Version: "kubevirt.io/v1", Digest: "abc", ResourceVersion: "12", Component: "virt"}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"ns_kv_kubevirt.io_KubeVirt","v":"kubevirt.io/v1","d":"abc","rv":"12","c":"virt"}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	var old Entry
+	if err := json.Unmarshal([]byte(`{"id":"a_b_c_d","v":"v1"}`), &old); err != nil || old.Component != "" || old.ID != "a_b_c_d" {
+		t.Errorf("old entry read as %+v (%v)", old, err)
 	}
 }

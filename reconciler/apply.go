@@ -2,8 +2,10 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -29,7 +31,8 @@ type ApplyResult struct {
 	// Inventory is the applied set plus the previous entries of deferred
 	// objects. After a failed apply it holds the previous inventory plus
 	// every object applied before the failure, so nothing converge
-	// created is ever lost track of.
+	// created is ever lost track of. Every entry of a rendered object
+	// carries its Component.
 	Inventory *inventory.Inventory
 	// Requests counts the write requests sent (SSA PATCH, and the DELETE
 	// of a force recreate).
@@ -68,7 +71,9 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 		nodes[n.Name] = n
 	}
 	health := map[string]ComponentHealth{}
+	byID := objectComponents(r)
 	fail := func(err error) (*ApplyResult, error) {
+		setComponents(res.Inventory, byID)
 		res.Inventory = mergeInventory(prev, res.Inventory)
 		res.Components = components(r, health)
 		return res, err
@@ -91,17 +96,22 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 			}
 		}
 		if err := p.applySet(ctx, r, objs, prevIdx, live, &hcUID, res); err != nil {
-			return fail(fmt.Errorf("stage %s: %w", st.Name, err))
+			phase := PhaseApply
+			if errors.Is(err, errHealthCheck) {
+				phase = PhaseHealth
+			}
+			return fail(&StageError{Phase: phase, Stage: st.Name, Err: err})
 		}
 		for _, n := range applying {
 			h, err := p.nodeHealth(ctx, r, n, res.operands)
 			if err != nil {
-				return fail(fmt.Errorf("stage %s: health of %s: %w", st.Name, n.Name, err))
+				return fail(&StageError{Phase: PhaseHealth, Stage: st.Name, Err: fmt.Errorf("health of %s: %w", n.Name, err)})
 			}
 			health[n.Name] = h
 		}
 	}
 	res.Components = components(r, health)
+	setComponents(res.Inventory, byID)
 	sort.Strings(res.Drifted)
 	sort.Strings(res.Recreated)
 	res.Inventory.Sort()
@@ -161,13 +171,36 @@ func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unst
 	if err := p.Manager.WaitForSetWithContext(ctx, waitSet, ssa.WaitOptions{
 		Interval: p.Options.WaitInterval, Timeout: p.Options.WaitTimeout, FailFast: true,
 	}); err != nil {
-		return fmt.Errorf("health check: %w", err)
+		return fmt.Errorf("%w of %s: %w", errHealthCheck, subjects(waitSet, 5), err)
 	}
 	// The API server updates what it reconciles itself (a CRD's
 	// Established condition, a namespace's phase): record the
 	// resourceVersion after the wait so it is not taken for drift.
 	return p.refreshVersions(ctx, waitSet, res.Inventory)
 }
+
+// subjects names the objects of set as "Kind/namespace/name" joined by
+// ", ", at most n of them and then "and <k> more".
+func subjects(set object.ObjMetadataSet, n int) string {
+	var names []string
+	for i, m := range set {
+		if i == n {
+			names = append(names, fmt.Sprintf("and %d more", len(set)-n))
+			break
+		}
+		s := m.GroupKind.Kind + "/" + m.Name
+		if m.Namespace != "" {
+			s = m.GroupKind.Kind + "/" + m.Namespace + "/" + m.Name
+		}
+		names = append(names, s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// errHealthCheck marks the error of a failed kstatus wait in applySet
+// ("health check: <cause>"), so that applyStages reports it as
+// PhaseHealth.
+var errHealthCheck = errors.New("health check")
 
 // applyBatch applies objs in parallel (Options.Concurrency) and adds the
 // kstatus-rule objects not returned Current to waitSet.

@@ -74,6 +74,22 @@ func TestHealthGates(t *testing.T) {
 	if a := actions(res.ChangeSet)["HostPathProvisioner/"+hppName]; a != ssa.SkippedAction {
 		t.Errorf("HostPathProvisioner action = %q, want skipped", a)
 	}
+	// Every inventory entry names the component that derives it.
+	for _, e := range res.Inventory.Entries {
+		if e.Component == "" {
+			t.Errorf("inventory entry %s has no component", e.ID)
+		}
+	}
+	for id, want := range map[string]string{
+		"_kubevirts.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition": reconciler.CRDsComponent,
+		hcNS + "_kubevirt-hyperconverged_hco.kubevirt.io_HyperConverged":       "hco",
+		hcNS + "_" + kvName + "_kubevirt.io_KubeVirt":                          "virt",
+		"_" + cdiName + "_cdi.kubevirt.io_CDI":                                 "cdi",
+	} {
+		if got := res.Inventory.Index()[id].Component; got != want {
+			t.Errorf("inventory entry %s: component %q, want %q", id, got, want)
+		}
+	}
 
 	// 2. CDI becomes Available: hpp is applied, ssp still waits for virt.
 	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionFalse, "")
@@ -114,8 +130,8 @@ func TestHealthGates(t *testing.T) {
 	if hpp == nil {
 		t.Fatal("deferred HostPathProvisioner was pruned")
 	}
-	if !inInventory(res, "_"+hppName+"_hostpathprovisioner.kubevirt.io_HostPathProvisioner") {
-		t.Error("deferred HostPathProvisioner dropped from the inventory")
+	if e, ok := res.Inventory.Index()["_"+hppName+"_hostpathprovisioner.kubevirt.io_HostPathProvisioner"]; !ok || e.Component != "hpp" {
+		t.Errorf("deferred HostPathProvisioner: in the inventory %v, component %q; want kept, of component hpp", ok, e.Component)
 	}
 	if path := poolPath(hpp); path != "/var/hpvolumes" {
 		t.Errorf("deferred HostPathProvisioner updated anyway: path %q", path)

@@ -101,7 +101,8 @@ type Result struct {
 // rules, force recreate), prune of what left the config, inventory, HC
 // status. A failed fetch or render (in.Err) applies and prunes nothing and
 // only reports the error on the HC status. A failed apply prunes nothing
-// and keeps every inventory entry. Sync never blocks on an operand: a
+// and keeps every inventory entry. Apply, health-check and prune failures
+// are *StageError (errors.As), naming the phase and the stage. Sync never blocks on an operand: a
 // component whose dependencies are not healthy is deferred, Result.Waiting
 // is set and the caller should sync again after Result.RequeueAfter (or
 // on the next watch event).
@@ -144,7 +145,9 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 				res.Writes++
 			}
 		}
-		applyErr = err
+		if err != nil {
+			applyErr = &StageError{Phase: PhasePrune, Err: err}
+		}
 	}
 	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applied.operands, applyErr, res); err != nil && applyErr == nil {
 		applyErr = err

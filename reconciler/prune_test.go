@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,9 @@ func TestSafePrune(t *testing.T) {
 	res, err := trySync(t, p, base())
 	if err == nil || !strings.HasPrefix(err.Error(), "ConfigMap/"+hcNS+"/e-undeletable delete failed") || !strings.Contains(err.Error(), "protected by the test") {
 		t.Errorf("sync error = %v, want one naming ConfigMap/%s/e-undeletable first", err, hcNS)
+	}
+	if se := (*reconciler.StageError)(nil); !errors.As(err, &se) || se.Phase != reconciler.PhasePrune {
+		t.Errorf("sync error %v (%T): want a *reconciler.StageError of phase Prune", err, err)
 	}
 	a := actions(res.ChangeSet)
 	for _, tc := range []struct {

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,13 +76,21 @@ func (r *gitRepo) edit(name, old, new string) {
 	r.write(name, s)
 }
 
-// syncer runs GitSync.Reconcile directly (no manager) and keeps results.
+// syncer is the main job without a controller: fetch the repository
+// (package gitops), render it (package graph, schema-default facts) and
+// run Pipeline.Sync, keeping the last result. A fetch or render error is
+// passed to the Pipeline as Input.Err with the last HyperConverged
+// rendered, as package syncctl does, so it is reported on the HC.
 type syncer struct {
-	cfg *rest.Config
-	s   *reconciler.GitSync
-	c   client.Client
-	res *reconciler.Result
-	err error
+	cfg     *rest.Config
+	c       client.Client
+	fetcher *gitops.Fetcher
+	src     gitops.Source
+	engine  *graph.Engine
+	p       *reconciler.Pipeline
+	hc      types.NamespacedName
+	res     *reconciler.Result
+	err     error
 }
 
 func newSyncer(t *testing.T, repo *gitRepo) *syncer {
@@ -94,28 +104,46 @@ func newSyncer(t *testing.T, repo *gitRepo) *syncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sy := &syncer{cfg: cfg, c: c}
-	sy.s = &reconciler.GitSync{
-		Fetcher:  gitops.NewFetcher(gitops.Options{CacheDir: t.TempDir()}),
-		Source:   gitops.Source{URL: repo.dir},
-		Path:     ".",
-		Interval: time.Minute,
-		Engine:   e,
+	return &syncer{cfg: cfg, c: c, engine: e,
+		fetcher: gitops.NewFetcher(gitops.Options{CacheDir: t.TempDir()}),
+		src:     gitops.Source{URL: repo.dir},
 		// Gates off: this story (first sync creates everything, prune,
 		// failures) is not about health; TestHealthGates is.
-		Pipeline: reconciler.NewPipeline(c, nil, testOptions(false)),
-		OnResult: func(r *reconciler.Result, err error) { sy.res, sy.err = r, err },
+		p: reconciler.NewPipeline(c, nil, testOptions(false)),
 	}
-	return sy
 }
 
 func (sy *syncer) sync(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := sy.s.Reconcile(ctx, reconciler.SyncRequest); err != nil {
-		t.Fatal(err)
+	sy.res, sy.err = sy.p.Sync(ctx, sy.input(ctx))
+}
+
+// input fetches and renders the repository's HEAD, or returns the error
+// as Input.Err.
+func (sy *syncer) input(ctx context.Context) reconciler.Input {
+	art, err := sy.fetcher.Fetch(ctx, sy.src)
+	if err != nil {
+		return reconciler.Input{Err: err, HC: sy.hc}
 	}
+	fail := func(err error) reconciler.Input {
+		return reconciler.Input{Revision: art.Revision, Err: fmt.Errorf("revision %s: %w", art.Revision, err), HC: sy.hc}
+	}
+	dir, err := art.Path(".")
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := sy.engine.LoadConfig(dir)
+	if err != nil {
+		return fail(err)
+	}
+	r, err := sy.engine.Render(cfg, nil)
+	if err != nil {
+		return fail(err)
+	}
+	sy.hc = types.NamespacedName{Namespace: r.HyperConverged.GetNamespace(), Name: r.HyperConverged.GetName()}
+	return reconciler.Input{Rendered: r, Revision: art.Revision}
 }
 
 // resourceVersions returns the resourceVersion of every object converge
@@ -179,9 +207,10 @@ func hcCondition(t *testing.T, c client.Client, typ string) (status, reason, mes
 	return "", "", ""
 }
 
-// TestGitSync runs the main job against a real API server and a real Git
-// repository: first sync, no-op resync, prune, invalid commit, recovery.
-func TestGitSync(t *testing.T) {
+// TestSyncFromGit runs the main job (fetch, render, Pipeline.Sync) against
+// a real API server and a real Git repository: first sync, no-op resync,
+// prune, invalid commit reported on the HC, recovery, re-added object.
+func TestSyncFromGit(t *testing.T) {
 	repo := newGitRepo(t)
 	sy := newSyncer(t, repo)
 

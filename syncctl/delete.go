@@ -14,10 +14,6 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
-// UninstalledReason is the event reason of a deletionPolicy Delete that
-// deleted the Sync's objects.
-const UninstalledReason = "Uninstalled"
-
 // finalize carries out the deletion policy of a Sync being deleted and
 // then removes the finalizer. Delete (the default) deletes every object
 // of status.inventory that still carries the owner labels of the Sync's
@@ -30,7 +26,7 @@ const UninstalledReason = "Uninstalled"
 func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	if !controllerutil.ContainsFinalizer(s, v1alpha1.Finalizer) {
-		r.forget(key)
+		r.forget(ctx, key)
 		return ctrl.Result{}, nil
 	}
 	if s.Spec.DeletionPolicy != v1alpha1.DeletionPolicyOrphan && s.Status.Inventory != nil && len(s.Status.Inventory.Entries) > 0 {
@@ -49,7 +45,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Resul
 			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
 		}
 		r.Metrics.RecordChangeSet(metricsKey(s), cs)
-		r.event(s, s.Status.LastAppliedRevision, "Normal", UninstalledReason,
+		r.event(s, s.Status.LastAppliedRevision, "Normal", v1alpha1.UninstalledReason,
 			eventMessage("Deleted the objects of the Sync (deletionPolicy Delete)", changes(cs)))
 	}
 	patch := client.MergeFrom(s.DeepCopy())
@@ -57,7 +53,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Resul
 	if err := r.Client.Patch(ctx, s, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("Sync %s: removing finalizer: %w", key, err)
 	}
-	r.forget(key)
+	r.forget(ctx, key)
 	return ctrl.Result{}, nil
 }
 

@@ -23,12 +23,16 @@
 //     being applied (patched before the apply starts); WaitingForHealth
 //     while components wait for their dependencies' health.
 //   - Ready=False with a failure reason and Reconciling=True
-//     ProgressingWithRetry for errors a retry may fix (fetch, apply,
-//     target unreachable, dependency not ready).
+//     ProgressingWithRetry for errors a retry may fix: FetchFailed,
+//     AuthenticationFailed (the Git server refused the credentials or
+//     could not be authenticated; a rotated Secret is read on the retry),
+//     ApplyFailed, HealthCheckFailed, PruneFailed (by the phase of the
+//     reconciler.StageError), TargetFailed (unreachable).
 //   - Ready=False and Stalled=True with the same reason for errors a retry
 //     will not fix without a change to the Sync, its Secrets or the
-//     repository: a refused signature, a render/schema error, a missing
-//     Secret or a malformed kubeconfig. The Sync is still retried every
+//     repository: a refused signature (VerificationFailed), a
+//     render/schema error, a missing Secret, an incomplete credentials
+//     Secret (AuthenticationFailed) or a malformed kubeconfig. The Sync is still retried every
 //     spec.interval (a new commit may fix it).
 //   - spec.suspend: nothing is fetched, applied or corrected; Ready keeps
 //     its status and gets reason Suspended with the last applied revision

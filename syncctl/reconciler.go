@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &v1alpha1.Sync{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.forget(ctx, req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("Sync %s: reading: %w", req.NamespacedName, err)
@@ -218,9 +217,13 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	r.Metrics.RecordFetch(mkey, time.Since(fetchStart), err)
 	if err != nil {
 		reason, stalled := v1alpha1.FetchFailedReason, false
-		if errors.Is(err, gitops.ErrVerification) {
+		switch {
+		case errors.Is(err, gitops.ErrVerification):
 			reason, stalled = v1alpha1.VerificationFailedReason, true
 			setCondition(s, v1alpha1.SourceVerifiedCondition, metav1.ConditionFalse, reason, err.Error())
+		case errors.Is(err, gitops.ErrAuthentication):
+			// Not stalled: a rotated Secret is picked up by the retry.
+			reason = v1alpha1.AuthenticationFailedReason
 		}
 		r.reportOnHC(ctx, p, s, err)
 		return fail(reason, stalled, err, nil)
@@ -307,7 +310,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	nDrift := len(res.Drifted)
 	switch {
 	case art.Revision == prevApplied && nDrift > 0:
-		r.event(s, art.Revision, "Normal", DriftCorrectedReason, eventMessage(
+		r.event(s, art.Revision, "Normal", v1alpha1.DriftCorrectedReason, eventMessage(
 			fmt.Sprintf("Revision %s: corrected drift of %d object(s)", art.Revision, nDrift), lines))
 	case art.Revision != prevApplied || len(lines) > 0 || prevReady == nil || prevReady.Status != metav1.ConditionTrue:
 		r.event(s, art.Revision, "Normal", v1alpha1.SucceededReason, eventMessage("Applied revision "+art.Revision, lines))
@@ -316,14 +319,19 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	return ctrl.Result{RequeueAfter: r.interval(s)}, nil
 }
 
-// DriftCorrectedReason is the event reason of a reconcile that only
-// re-applied objects someone else changed or deleted.
-const DriftCorrectedReason = "DriftCorrected"
-
-// applyReason classifies a Pipeline.Sync error as a Ready reason.
+// applyReason classifies a Pipeline.Sync error as a Ready reason: the
+// phase of a *reconciler.StageError (HealthCheckFailed for a stage whose
+// objects did not become ready, PruneFailed for a failed prune),
+// ApplyFailed for anything else.
 func applyReason(err error) string {
-	if strings.Contains(err.Error(), "health check") {
-		return v1alpha1.HealthCheckFailedReason
+	var se *reconciler.StageError
+	if errors.As(err, &se) {
+		switch se.Phase {
+		case reconciler.PhaseHealth:
+			return v1alpha1.HealthCheckFailedReason
+		case reconciler.PhasePrune:
+			return v1alpha1.PruneFailedReason
+		}
 	}
 	return v1alpha1.ApplyFailedReason
 }
@@ -362,13 +370,27 @@ func (r *Reconciler) interval(s *v1alpha1.Sync) time.Duration {
 	return d + time.Duration(rand.Float64()*r.Options.Jitter*float64(d))
 }
 
-// forget drops what the controller keeps about a Sync that is gone.
-func (r *Reconciler) forget(key types.NamespacedName) {
+// forget drops what the controller keeps about a Sync that is gone,
+// stopping the cache of a remote target no other Sync uses.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.renders.forget(key)
 	if r.targets != nil {
-		r.targets.forget(key)
+		r.targets.forget(ctx, key)
 	}
 	r.Metrics.Delete(metrics.SyncKey{Namespace: key.Namespace, Name: key.Name})
+}
+
+// Targets lists, sorted, the names of the target clusters whose caches
+// run: "the local cluster" once a Sync without spec.target was
+// reconciled, and `kubeconfig Secret <namespace>/<name> key "<key>"` per
+// kubeconfig some Sync uses. A remote target is stopped and dropped when
+// its last Sync is deleted or moves to another target. Nil before
+// SetupWithManager.
+func (r *Reconciler) Targets() []string {
+	if r.targets == nil {
+		return nil
+	}
+	return r.targets.names()
 }
 
 // gvks returns the distinct GroupVersionKinds of r's objects.

@@ -44,7 +44,7 @@ func (r *Reconciler) source(ctx context.Context, s *v1alpha1.Sync) (gitops.Sourc
 			return src, &sourceError{reason: v1alpha1.FetchFailedReason, stalled: apierrors.IsNotFound(err), err: err}
 		}
 		if src.Auth, err = gitops.AuthFromSecret(data); err != nil {
-			return src, &sourceError{reason: v1alpha1.FetchFailedReason, stalled: true,
+			return src, &sourceError{reason: v1alpha1.AuthenticationFailedReason, stalled: true,
 				err: fmt.Errorf("spec.source.secretRef Secret %s/%s: %w", s.Namespace, ref.Name, err)}
 		}
 	}

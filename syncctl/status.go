@@ -13,10 +13,6 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
-// ProgressingWithRetryReason is the Reconciling reason after a failure a
-// retry may fix (Flux's meta.ProgressingWithRetryReason).
-const ProgressingWithRetryReason = "ProgressingWithRetry"
-
 // setCondition sets a condition of s for its current generation; the
 // transition time only moves when the status does.
 func setCondition(s *v1alpha1.Sync, typ string, status metav1.ConditionStatus, reason, msg string) {
@@ -55,7 +51,7 @@ func markFailed(s *v1alpha1.Sync, reason string, stalled bool, msg string) {
 		removeCondition(s, v1alpha1.ReconcilingCondition)
 		return
 	}
-	setCondition(s, v1alpha1.ReconcilingCondition, metav1.ConditionTrue, ProgressingWithRetryReason, msg)
+	setCondition(s, v1alpha1.ReconcilingCondition, metav1.ConditionTrue, v1alpha1.ProgressingWithRetryReason, msg)
 	removeCondition(s, v1alpha1.StalledCondition)
 }
 

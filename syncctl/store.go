@@ -34,21 +34,22 @@ func (s StatusStore) Save(_ context.Context, _, inv *inventory.Inventory) (bool,
 	return false, nil
 }
 
-// ToInventory converts a status inventory to package inventory's, with
-// the given revision; nil gives nil.
+// ToInventory converts a status inventory to package inventory's (every
+// field, the component included), with the given revision; nil gives nil.
 func ToInventory(in *v1alpha1.Inventory, revision string) *inventory.Inventory {
 	if in == nil {
 		return nil
 	}
 	out := &inventory.Inventory{Revision: revision, Entries: make([]inventory.Entry, 0, len(in.Entries))}
 	for _, e := range in.Entries {
-		out.Entries = append(out.Entries, inventory.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion})
+		out.Entries = append(out.Entries, inventory.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion, Component: e.Component})
 	}
 	return out.Sort()
 }
 
 // FromInventory converts package inventory's Inventory to the status
-// form (entries sorted by ID); nil gives nil.
+// form (every field, the component included; entries sorted by ID); nil
+// gives nil.
 func FromInventory(in *inventory.Inventory) *v1alpha1.Inventory {
 	if in == nil {
 		return nil
@@ -56,7 +57,7 @@ func FromInventory(in *inventory.Inventory) *v1alpha1.Inventory {
 	in.Sort()
 	out := &v1alpha1.Inventory{Entries: make([]v1alpha1.InventoryEntry, 0, len(in.Entries))}
 	for _, e := range in.Entries {
-		out.Entries = append(out.Entries, v1alpha1.InventoryEntry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion})
+		out.Entries = append(out.Entries, v1alpha1.InventoryEntry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion, Component: e.Component})
 	}
 	return out
 }

@@ -189,10 +189,13 @@ func TestSync(t *testing.T) {
 		}
 		found := false
 		for _, en := range s.Status.Inventory.Entries {
-			found = found || en.ID == "kubevirt-hyperconverged_kubevirt-kubevirt-hyperconverged_kubevirt.io_KubeVirt" && en.Digest != "" && en.ResourceVersion != ""
+			found = found || en.ID == "kubevirt-hyperconverged_kubevirt-kubevirt-hyperconverged_kubevirt.io_KubeVirt" && en.Digest != "" && en.ResourceVersion != "" && en.Component == "virt"
+			if en.Component == "" {
+				t.Errorf("inventory entry %s has no component", en.ID)
+			}
 		}
 		if !found {
-			t.Errorf("inventory lacks the KubeVirt with digest and resourceVersion: %+v", s.Status.Inventory.Entries)
+			t.Errorf("inventory lacks the KubeVirt with digest, resourceVersion and component virt: %+v", s.Status.Inventory.Entries)
 		}
 		if len(s.Status.History) == 0 || s.Status.History[0].Revision != s.Status.LastAppliedRevision ||
 			!strings.HasPrefix(s.Status.History[0].Digest, "sha256:") || s.Status.History[0].LastReconciledStatus != v1alpha1.SucceededReason {
@@ -445,6 +448,44 @@ func TestSync(t *testing.T) {
 		if _, err := get(e.c2, "kubevirt.io/v1", "KubeVirt", kvKey); err != nil {
 			t.Errorf("KubeVirt in cluster 2 after the Orphan escape hatch: %v", err)
 		}
+	})
+
+	// Sources: signatures and credentials, each Sync into cluster 2 and
+	// orphaned.
+	t.Run("signature verification", func(t *testing.T) { testVerification(t, e) })
+	t.Run("authentication", func(t *testing.T) { testAuth(t, e) })
+
+	// Every remote Sync so far was deleted: only the local target runs. A
+	// Sync moving from one kubeconfig Secret to another stops the first
+	// target; deleting it stops the second.
+	t.Run("target caches stop with their last Sync", func(t *testing.T) {
+		localOnly := []string{"the local cluster"}
+		cluster2 := `kubeconfig Secret converge/cluster2 key "value"`
+		again := `kubeconfig Secret converge/cluster2-again key "value"`
+		// The targets are released after the finalizer is removed, a moment
+		// after the Sync is gone: poll.
+		targets := func(what string, want []string) {
+			t.Helper()
+			start := time.Now()
+			for !slices.Equal(e.rec.Targets(), want) {
+				if time.Since(start) > 10*time.Second {
+					t.Errorf("targets %q %s, want %q", e.rec.Targets(), what, want)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		targets("after every remote Sync was deleted", localOnly)
+		key := e.sync(t, "mover", toCluster2)
+		e.wait(t, key, time.Minute, "Ready in cluster 2", readyAt(e.head(t)))
+		targets("with a Sync in cluster 2", []string{cluster2, "the local cluster"})
+		e.create(t, e.c1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "cluster2-again"},
+			Data: map[string][]byte{"value": e.kubeconfig2}})
+		e.patchSync(t, key, `{"spec":{"target":{"kubeConfig":{"secretRef":{"name":"cluster2-again"}}}}}`)
+		e.wait(t, key, time.Minute, "Ready through the other Secret", readyAt(e.head(t)))
+		targets("after the Sync moved to another kubeconfig Secret", []string{again, "the local cluster"})
+		e.deleteSync(t, key, v1alpha1.DeletionPolicyOrphan)
+		targets("after deleting the Sync", localOnly)
 	})
 
 	// Last: deletes everything "local" applied in cluster 1.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,11 @@ type targets struct {
 
 	mu    sync.Mutex
 	byKey map[string]*target
+	// users are the Syncs that use each target key; bySync is the key
+	// each Sync used last. A remote target whose last user is deleted or
+	// moves to another target is stopped and forgotten.
+	users  map[string]map[types.NamespacedName]bool
+	bySync map[types.NamespacedName]string
 }
 
 // target is one cluster: a cache of the objects carrying converge's owner
@@ -87,12 +93,15 @@ type target struct {
 func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options) *targets {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
-	return &targets{local: local, secrets: secrets, opts: opts, scheme: s, byKey: map[string]*target{}}
+	return &targets{local: local, secrets: secrets, opts: opts, scheme: s, byKey: map[string]*target{},
+		users: map[string]map[types.NamespacedName]bool{}, bySync: map[types.NamespacedName]string{}}
 }
 
 // get returns the target of s and the Pipeline writing into it as
 // spec.serviceAccountName (impersonated) or as the target's own identity.
 // A kubeconfig Secret whose resourceVersion changed rebuilds the target.
+// It records s as a user of the target, releasing the one s used before
+// (stopped when s was its last user).
 func (ts *targets) get(ctx context.Context, s *v1alpha1.Sync) (*target, *reconciler.Pipeline, error) {
 	key, name, version, cfg := "", "the local cluster", "", ts.local
 	if tg := s.Spec.Target; tg != nil {
@@ -119,7 +128,7 @@ func (ts *targets) get(ctx context.Context, s *v1alpha1.Sync) (*target, *reconci
 		}
 		key, version, cfg = ref.String()+"#"+k, sec.ResourceVersion, c
 	}
-	t, err := ts.target(ctx, key, name, version, cfg)
+	t, err := ts.target(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, key, name, version, cfg)
 	if err != nil {
 		return nil, nil, &TargetError{Err: err}
 	}
@@ -134,13 +143,17 @@ func (ts *targets) get(ctx context.Context, s *v1alpha1.Sync) (*target, *reconci
 	return t, p, nil
 }
 
-// target returns the running target of key, starting it (and stopping a
-// previous one built from another Secret version) as needed.
-func (ts *targets) target(ctx context.Context, key, name, version string, cfg *rest.Config) (*target, error) {
+// target returns the running target of key for sync, starting it (and
+// stopping a previous one built from another Secret version) as needed.
+func (ts *targets) target(ctx context.Context, sync types.NamespacedName, key, name, version string, cfg *rest.Config) (*target, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if old, ok := ts.bySync[sync]; ok && old != key {
+		ts.release(ctx, sync, old)
+	}
 	if t := ts.byKey[key]; t != nil {
 		if t.version == version {
+			ts.use(sync, key)
 			return t, nil
 		}
 		log.FromContext(ctx).Info("kubeconfig changed: rebuilding the target", "target", name)
@@ -174,7 +187,59 @@ func (ts *targets) target(ctx context.Context, key, name, version string, cfg *r
 		pipelines: map[string]*reconciler.Pipeline{}, watching: map[schema.GroupVersionKind]bool{},
 		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}}
 	ts.byKey[key] = t
+	ts.use(sync, key)
 	return t, nil
+}
+
+// use records sync as a user of the target key; ts.mu is held.
+func (ts *targets) use(sync types.NamespacedName, key string) {
+	ts.bySync[sync] = key
+	if ts.users[key] == nil {
+		ts.users[key] = map[types.NamespacedName]bool{}
+	}
+	ts.users[key][sync] = true
+}
+
+// release drops sync from the users of the target key and from its owner
+// map; a remote target (key != "") left without users has its cache
+// stopped and is forgotten (a later Sync starts it again). ts.mu is held.
+func (ts *targets) release(ctx context.Context, sync types.NamespacedName, key string) {
+	delete(ts.users[key], sync)
+	if ts.bySync[sync] == key {
+		delete(ts.bySync, sync)
+	}
+	t := ts.byKey[key]
+	if t != nil {
+		t.mu.Lock()
+		for hc, syncs := range t.owners {
+			delete(syncs, sync)
+			if len(syncs) == 0 {
+				delete(t.owners, hc)
+			}
+		}
+		t.mu.Unlock()
+	}
+	if key == "" || len(ts.users[key]) > 0 {
+		return
+	}
+	delete(ts.users, key)
+	if t != nil {
+		log.FromContext(ctx).Info("no Sync uses the target any more: stopping its cache", "target", t.name)
+		t.cancel()
+		delete(ts.byKey, key)
+	}
+}
+
+// names lists the names of the running targets, sorted.
+func (ts *targets) names() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := make([]string, 0, len(ts.byKey))
+	for _, t := range ts.byKey {
+		out = append(out, t.name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // stopAll stops every target's cache.
@@ -187,10 +252,14 @@ func (ts *targets) stopAll() {
 	}
 }
 
-// forget drops the Sync from every target's owner map.
-func (ts *targets) forget(sync types.NamespacedName) {
+// forget releases the target the Sync used (stopping a remote one it was
+// the last user of) and drops the Sync from every target's owner map.
+func (ts *targets) forget(ctx context.Context, sync types.NamespacedName) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if key, ok := ts.bySync[sync]; ok {
+		ts.release(ctx, sync, key)
+	}
 	for _, t := range ts.byKey {
 		t.mu.Lock()
 		for hc, syncs := range t.owners {

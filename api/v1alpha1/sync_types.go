@@ -29,19 +29,34 @@ const (
 	// HealthyCondition is True when every component of the graph is healthy.
 	HealthyCondition = "Healthy"
 
-	SucceededReason          = "ReconciliationSucceeded"
-	ProgressingReason        = "Progressing"
-	FetchFailedReason        = "FetchFailed"
-	VerificationFailedReason = "VerificationFailed"
-	RenderFailedReason       = "RenderFailed"
-	ApplyFailedReason        = "ApplyFailed"
-	PruneFailedReason        = "PruneFailed"
-	HealthCheckFailedReason  = "HealthCheckFailed"
-	WaitingForHealthReason   = "WaitingForHealth"
-	DependencyNotReadyReason = "DependencyNotReady"
-	SuspendedReason          = "Suspended"
-	TargetFailedReason       = "TargetFailed"
-	DeletionFailedReason     = "DeletionFailed"
+	SucceededReason   = "ReconciliationSucceeded"
+	ProgressingReason = "Progressing"
+	FetchFailedReason = "FetchFailed"
+	// AuthenticationFailedReason: the Git server refused the credentials
+	// of spec.source.secretRef, its identity could not be verified (host
+	// key not in known_hosts, certificate not signed by ca.crt), or the
+	// Secret's credentials are incomplete (Flux source-controller's
+	// AuthenticationFailed).
+	AuthenticationFailedReason = "AuthenticationFailed"
+	VerificationFailedReason   = "VerificationFailed"
+	RenderFailedReason         = "RenderFailed"
+	ApplyFailedReason          = "ApplyFailed"
+	PruneFailedReason          = "PruneFailed"
+	HealthCheckFailedReason    = "HealthCheckFailed"
+	WaitingForHealthReason     = "WaitingForHealth"
+	DependencyNotReadyReason   = "DependencyNotReady"
+	SuspendedReason            = "Suspended"
+	TargetFailedReason         = "TargetFailed"
+	DeletionFailedReason       = "DeletionFailed"
+	// ProgressingWithRetryReason is the Reconciling reason after a failure
+	// a retry may fix (Flux's meta.ProgressingWithRetryReason).
+	ProgressingWithRetryReason = "ProgressingWithRetry"
+	// DriftCorrectedReason is the event reason of a reconcile that only
+	// re-applied objects someone else changed or deleted.
+	DriftCorrectedReason = "DriftCorrected"
+	// UninstalledReason is the event reason of a deletionPolicy Delete that
+	// deleted the Sync's objects.
+	UninstalledReason = "Uninstalled"
 )
 
 // Deletion policies of spec.deletionPolicy.

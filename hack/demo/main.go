@@ -1,19 +1,25 @@
-// Command converge-demo runs the main job end to end with no cluster and
-// no setup (`make demo`): it starts a real kube-apiserver and etcd on
-// loopback, puts the example config (testdata/example) into a local Git
-// repository, runs converge-controller's pipeline against it, prints the
-// applied inventory, the component health and the HyperConverged
-// conditions. No operator runs, so the health gates hold back the
-// components whose dependencies are not Available (hpp waits for cdi);
-// the demo then plays the operators' part, clearly labelled, writing
-// Available conditions on the operand CRs, and shows the held-back
-// components applied by the syncs the status changes trigger. Finally it
-// commits a feature-gate flip and shows the new revision applied. Ctrl-C
-// stops everything it started.
+// Command converge-demo runs converge end to end as a platform engineer
+// uses it, with no cluster and no setup (`make demo`): it starts a real
+// kube-apiserver and etcd from bin/ on loopback, puts the example config
+// (testdata/example) into a Git repository served over HTTP by git
+// http-backend on loopback, installs converge with `converge install
+// --wait=false --sync-url …` (the Sync CRD, converge-controller's
+// namespace, RBAC and Deployment, and a Sync of the repository), and runs
+// converge-controller's Sync reconciler (package syncctl) in this process,
+// since without kubelets the installed Deployment never starts. It then
+// narrates with the real CLI verbs, run in-process against a kubeconfig
+// of the control plane, so the output is what a user sees: get, tree
+// (components held back by health gates), the operators' part played by
+// the demo (clearly labelled: no operator runs here), a committed
+// feature-gate flip applied with `converge reconcile sync`, a manual
+// drift reverted by the controller's watches (with its measured latency),
+// events, and suspend/resume around a commit. Ctrl-C stops everything it
+// started.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,207 +29,356 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/facts"
-	"github.com/converge-dev/converge/gitops"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/reconciler"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(os.Stderr, "demo: interrupted; everything it started is stopped")
+			os.Exit(130)
+		}
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
+// logs receives the controller's error logs on stderr until the demo is
+// interrupted; the errors of reconciles cut short by the shutdown are
+// dropped.
+type logs struct{ ctx context.Context }
+
+// Write passes p to stderr, or drops it once the demo is interrupted.
+func (l logs) Write(p []byte) (int, error) {
+	if l.ctx.Err() != nil {
+		return len(p), nil
+	}
+	return os.Stderr.Write(p)
+}
+
+// The Sync converge install creates, and the objects the demo looks at.
+const (
+	syncName    = "converge"
+	hcNamespace = "kubevirt-hyperconverged"
+	kubeVirt    = "kubevirt-kubevirt-hyperconverged"
+)
+
+// say starts a section.
 func say(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
+// note prints a line of narration.
+func note(format string, args ...any) { fmt.Printf("# "+format+"\n", args...) }
+
+// demo is what the sections share.
+type demo struct {
+	kubeconfig string
+	c          client.Client
+	ctl        *controller
+	repo       *configRepo
+}
+
+// run runs every section in order and stops everything it started when it
+// returns; ctx ending (Ctrl-C) cuts it short.
 func run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	began := time.Now()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logs{ctx}), zap.Level(zapcore.ErrorLevel)))
+
 	say("starting kube-apiserver and etcd from bin/ on loopback")
 	env, err := controlplane.Start()
 	if err != nil {
 		return err
 	}
-	defer func() {
-		say("stopping kube-apiserver and etcd")
-		_ = env.Stop()
-	}()
-
+	defer func() { _ = env.Stop() }()
 	work, err := os.MkdirTemp("", "converge-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	repoDir := filepath.Join(work, "config")
-	say("creating a Git repository with the example config: %s", repoDir)
-	repo, err := initRepo(repoDir, "testdata/example")
+	d := &demo{kubeconfig: filepath.Join(work, "kubeconfig")}
+	if err := env.Kubeconfig(d.kubeconfig); err != nil {
+		return err
+	}
+	scheme, err := newScheme()
 	if err != nil {
 		return err
 	}
+	if d.c, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	note("API server %s (up in %s); every `converge` below is the real CLI, run in this process with --kubeconfig %s",
+		env.Config.Host, time.Since(began).Round(100*time.Millisecond), d.kubeconfig)
 
-	results := make(chan *reconciler.Result, 16)
-	rendered := make(chan *graph.Rendered, 16)
-	mgr, sync, err := startController(env, repoDir, filepath.Join(work, "cache"), results, rendered)
+	say("creating the config repository from testdata/example, served by git http-backend on loopback")
+	gitRoot := filepath.Join(work, "git")
+	if err := os.Mkdir(gitRoot, 0o755); err != nil {
+		return err
+	}
+	example, err := exampleDir()
 	if err != nil {
 		return err
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
-
-	say("first sync")
-	res, err := waitFor(ctx, results, "")
+	if d.repo, err = newConfigRepo(gitRoot, "config", example); err != nil {
+		return err
+	}
+	gctx, stopGit := context.WithCancel(ctx)
+	defer stopGit()
+	base, err := serveGit(gctx, gitRoot)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("revision %s, %d write requests\n\n", res.Revision, res.Writes)
-	cli.PrintChangeSet(os.Stdout, res.ChangeSet)
-	fmt.Println()
-	printComponents(res)
-	fmt.Println()
-	cli.PrintConditions(os.Stdout, res.Conditions)
+	url := base + "/" + d.repo.Name
+	head, _ := git(d.repo.Dir, "log", "--oneline", "-1")
+	note("%s  branch main: %s", url, head)
 
-	if res.Waiting {
-		if res, err = simulateOperators(ctx, env, rendered, results); err != nil {
-			return err
+	say("installing converge the way a user does, creating a Sync of the repository")
+	if err := d.converge(ctx, "install", "--wait=false", "--sync-url", url, "--sync-branch", "main"); err != nil {
+		return err
+	}
+	note("--wait=false: with no kubelet here the Deployment never starts, so the demo runs")
+	note("converge-controller's reconciler (package syncctl) in this process instead")
+
+	say("starting converge-controller in this process (controller-runtime manager + syncctl.Reconciler)")
+	mctx, stopCtl := context.WithCancel(ctx)
+	ctl, ctlDone, err := startController(mctx, env.Config, filepath.Join(work, "cache"))
+	if err != nil {
+		stopCtl()
+		return err
+	}
+	defer func() {
+		say("stopping converge-controller, the Git server, kube-apiserver and etcd")
+		stopCtl()
+		<-ctlDone
+	}()
+	d.ctl = ctl
+
+	say("first reconcile: components whose dependencies are not healthy wait (health gates)")
+	_, took, err := d.waitSync(ctx, "the first reconcile", func(s *v1alpha1.Sync) bool {
+		return reason(s, v1alpha1.ReconcilingCondition) == v1alpha1.WaitingForHealthReason || ready(s)
+	})
+	if err != nil {
+		return err
+	}
+	note("reported %s after the controller started", took.Round(10*time.Millisecond))
+	if err := d.converge(ctx, "get"); err != nil {
+		return err
+	}
+	if err := d.converge(ctx, "tree", syncName); err != nil {
+		return err
+	}
+
+	if err := d.operators(ctx); err != nil {
+		return err
+	}
+	if err := d.featureGate(ctx); err != nil {
+		return err
+	}
+	if err := d.drift(ctx); err != nil {
+		return err
+	}
+
+	say("what the controller did, as Kubernetes events on the Sync")
+	if err := d.waitEvent(ctx, v1alpha1.DriftCorrectedReason); err != nil {
+		return err
+	}
+	if err := d.converge(ctx, "events", syncName); err != nil {
+		return err
+	}
+
+	if err := d.suspend(ctx); err != nil {
+		return err
+	}
+	say("done in %s", time.Since(began).Round(100*time.Millisecond))
+	return nil
+}
+
+// operators plays the operators' part until every component is healthy
+// and the Sync is Ready, then shows the result.
+func (d *demo) operators(ctx context.Context) error {
+	say("SIMULATING THE OPERATORS (none runs in this demo): marking each operand CR Available as it appears")
+	_, n0 := d.ctl.resultsSince(0)
+	octx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); simulateOperators(octx, d.c, d.ctl) }()
+	s, took, err := d.waitSync(ctx, "Ready=True with every component healthy", func(s *v1alpha1.Sync) bool {
+		return ready(s) && allHealthy(s)
+	})
+	stop()
+	<-done
+	if err != nil {
+		return err
+	}
+	note("Sync Ready=True %s after the simulation began; revision %s", took.Round(10*time.Millisecond), s.Status.LastAppliedRevision)
+	results, _ := d.ctl.resultsSince(n0)
+	var created []string
+	for _, r := range results {
+		for _, e := range r.ChangeSet.Entries {
+			if e.Action == ssa.CreatedAction {
+				created = append(created, e.Subject)
+			}
 		}
 	}
-
-	say("committing a change: spec.featureGates.downwardMetrics: false → true")
-	if err := flipGate(repo, repoDir); err != nil {
+	if len(created) > 0 {
+		note("held back by the health gates, created once their dependencies were Available: %s", strings.Join(created, ", "))
+	}
+	if err := d.converge(ctx, "get"); err != nil {
 		return err
 	}
-	sync.Trigger()
-	res2, err := waitFor(ctx, results, res.Revision)
+	return d.converge(ctx, "tree", syncName)
+}
+
+// featureGate commits a feature-gate flip and has it applied now.
+func (d *demo) featureGate(ctx context.Context) error {
+	say("committing a change: spec.featureGates.downwardMetrics: false → true")
+	sha, err := d.repo.edit("hyperconverged.yaml", "downwardMetrics: false", "downwardMetrics: true", "enable the downwardMetrics feature gate")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("revision %s, %d write requests; changed objects:\n\n", res2.Revision, res2.Writes)
+	short, _ := git(d.repo.Dir, "log", "--oneline", "-1")
+	note("committed %s", short)
+	start := time.Now()
+	if err := d.converge(ctx, "reconcile", "sync", syncName); err != nil {
+		return err
+	}
+	note("the CLI returned %s after the request (spec.interval is 5m)", time.Since(start).Round(10*time.Millisecond))
+	res := d.ctl.firstResult("main@sha1:" + sha)
+	if res == nil {
+		return fmt.Errorf("Sync %s: no sync of revision %s seen", syncName, sha)
+	}
 	changed := ssa.NewChangeSet()
-	for _, e := range res2.ChangeSet.Entries {
+	for _, e := range res.ChangeSet.Entries {
 		if e.Action != ssa.UnchangedAction {
 			changed.Add(e)
 		}
 	}
+	note("the controller's change set for that revision (%d write requests):", res.Writes)
 	cli.PrintChangeSet(os.Stdout, changed)
-	fmt.Printf("\n(%d other objects unchanged, not sent to the API server)\n", len(res2.ChangeSet.Entries)-len(changed.Entries))
+	note("%d other objects unchanged: not sent to the API server", len(res.ChangeSet.Entries)-len(changed.Entries))
 	return nil
 }
 
-func startController(env *controlplane.Env, repoDir, cacheDir string, results chan<- *reconciler.Result, rendered chan<- *graph.Rendered) (ctrl.Manager, *reconciler.GitSync, error) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return nil, nil, err
+// drift changes a field converge owns on the KubeVirt CR, as someone
+// with kubectl would, and measures how long the controller takes to put
+// it back.
+func (d *demo) drift(ctx context.Context) error {
+	say("drift: someone changes a field converge owns on the KubeVirt CR")
+	patch := `{"spec":{"uninstallStrategy":"RemoveWorkloads"}}`
+	fmt.Printf("\n$ kubectl -n %s patch kubevirt %s --type=merge -p '%s'\n", hcNamespace, kubeVirt, patch)
+	kv := kubeVirtObject()
+	start := time.Now()
+	if err := d.c.Patch(ctx, kv, client.RawPatch("application/merge-patch+json", []byte(patch)), client.FieldOwner("kubectl-patch")); err != nil {
+		return fmt.Errorf("KubeVirt %s/%s: patching: %w", hcNamespace, kubeVirt, err)
 	}
-	engine, err := graph.NewEngine()
-	if err != nil {
-		return nil, nil, err
-	}
-	s := &reconciler.GitSync{
-		Fetcher:  gitops.NewFetcher(gitops.Options{CacheDir: cacheDir}),
-		Source:   gitops.Source{URL: repoDir},
-		Path:     ".",
-		Interval: time.Minute,
-		Engine:   engine,
-		Pipeline: reconciler.NewPipeline(mgr.GetClient(), mgr.GetCache(), reconciler.DefaultOptions()),
-		Facts: func(ctx context.Context) (map[string]any, error) {
-			return facts.Discover(ctx, mgr.GetAPIReader(), mgr.GetRESTMapper())
-		},
-		OnRender: func(r *graph.Rendered) {
-			select {
-			case rendered <- r:
-			default:
-			}
-		},
-		OnResult: func(r *reconciler.Result, err error) {
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "sync error:", err)
-				return
-			}
-			select {
-			case results <- r:
-			default:
-			}
-		},
-	}
-	return mgr, s, s.SetupWithManager(mgr)
-}
-
-// waitFor returns the first result with a revision other than not.
-func waitFor(ctx context.Context, results <-chan *reconciler.Result, not string) (*reconciler.Result, error) {
-	timeout := time.After(3 * time.Minute)
+	fmt.Printf("kubevirt.kubevirt.io/%s patched\n", kubeVirt)
+	note("(sent by the demo as kubectl does: a JSON merge patch, field manager kubectl-patch)")
+	deadline := time.Now().Add(time.Minute)
 	for {
-		select {
-		case r := <-results:
-			if r.Revision != not {
-				return r, nil
-			}
-		case <-timeout:
-			return nil, fmt.Errorf("no sync of a new revision within 3 minutes")
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func initRepo(dir, from string) (*git.Repository, error) {
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		v, err := d.kubeVirtField(ctx, "spec", "uninstallStrategy")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			return nil, err
+		if v == "BlockUninstallIfWorkloadsExist" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("KubeVirt %s/%s: spec.uninstallStrategy still %q a minute after the change: drift not reverted", hcNamespace, kubeVirt, v)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return repo, commit(repo, "example HyperConverged config")
+	note("spec.uninstallStrategy is back to BlockUninstallIfWorkloadsExist %s after the change:", time.Since(start).Round(time.Millisecond))
+	note("the controller's watch on the objects it applied saw it (spec.interval is 5m)")
+	return nil
 }
 
-func flipGate(repo *git.Repository, dir string) error {
-	p := filepath.Join(dir, "hyperconverged.yaml")
-	b, err := os.ReadFile(p)
+// suspend shows that a suspended Sync applies nothing, then resumes it.
+func (d *demo) suspend(ctx context.Context) error {
+	say("suspend: converge stops reconciling the Sync (and correcting drift) until it is resumed")
+	if err := d.converge(ctx, "suspend", "sync", syncName); err != nil {
+		return err
+	}
+	if _, _, err := d.waitSync(ctx, "Suspended", func(s *v1alpha1.Sync) bool {
+		return s.Status.ObservedGeneration == s.Generation && reason(s, v1alpha1.ReadyCondition) == v1alpha1.SuspendedReason
+	}); err != nil {
+		return err
+	}
+	sha, err := d.repo.edit("hyperconverged.yaml", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6", "six parallel migrations")
 	if err != nil {
 		return err
 	}
-	s := strings.Replace(string(b), "downwardMetrics: false", "downwardMetrics: true", 1)
-	if s == string(b) {
-		return fmt.Errorf("%s: no downwardMetrics: false to flip", p)
+	short, _ := git(d.repo.Dir, "log", "--oneline", "-1")
+	note("committed %s (liveMigrationConfig.parallelMigrationsPerCluster: 5 → 6)", short)
+	if err := d.converge(ctx, "reconcile", "sync", syncName); err == nil {
+		return fmt.Errorf("converge reconcile of a suspended Sync succeeded")
 	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+	if err := d.converge(ctx, "get"); err != nil {
 		return err
 	}
-	return commit(repo, "enable the downwardMetrics feature gate")
-}
-
-func commit(repo *git.Repository, msg string) error {
-	wt, err := repo.Worktree()
+	v, err := d.kubeVirtField(ctx, "spec", "configuration", "migrations", "parallelMigrationsPerCluster")
 	if err != nil {
 		return err
 	}
-	if err := wt.AddGlob("."); err != nil {
+	applied := "no sync of it ran"
+	if d.ctl.firstResult("main@sha1:"+sha) != nil {
+		applied = "BUT A SYNC OF IT RAN"
+	}
+	note("KubeVirt parallelMigrationsPerCluster is still %s; %s: %s", v, sha[:7], applied)
+	if err := d.converge(ctx, "resume", "sync", syncName); err != nil {
 		return err
 	}
-	_, err = wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "demo", Email: "demo@converge.dev", When: time.Now()}})
-	return err
+	if v, err = d.kubeVirtField(ctx, "spec", "configuration", "migrations", "parallelMigrationsPerCluster"); err != nil {
+		return err
+	}
+	note("KubeVirt parallelMigrationsPerCluster is now %s", v)
+	return nil
+}
+
+// converge runs the converge CLI in this process as `converge args…
+// --kubeconfig <the demo's>`, echoing the command line and writing its
+// stdout and stderr to the demo's stdout. It returns an error when the
+// command exits non-zero (its message was printed).
+func (d *demo) converge(ctx context.Context, args ...string) error {
+	fmt.Printf("\n$ converge %s\n", strings.Join(args, " "))
+	if code := cli.RunContext(ctx, append(args, "--kubeconfig", d.kubeconfig), os.Stdout, os.Stdout); code != 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("converge %s: exit status %d", strings.Join(args, " "), code)
+	}
+	return nil
+}
+
+// waitSync reads the Sync every 50ms until cond holds, for at most 2
+// minutes; it returns the Sync and how long it took. The error names
+// what was awaited and the Sync's conditions.
+func (d *demo) waitSync(ctx context.Context, what string, cond func(*v1alpha1.Sync) bool) (*v1alpha1.Sync, time.Duration, error) {
+	start := time.Now()
+	key := client.ObjectKey{Namespace: cli.DefaultNamespace, Name: syncName}
+	s := &v1alpha1.Sync{}
+	for {
+		err := d.c.Get(ctx, key, s)
+		if err == nil && cond(s) {
+			return s, time.Since(start), nil
+		}
+		if time.Since(start) > 2*time.Minute {
+			b, _ := json.Marshal(s.Status.Conditions)
+			return nil, 0, fmt.Errorf("Sync %s: %s not reached within 2 minutes (get: %v); conditions: %s", key, what, err, b)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

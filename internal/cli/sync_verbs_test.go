@@ -191,11 +191,13 @@ func TestSyncVerbs(t *testing.T) {
 
 	// The objects a Sync applied, live in the cluster: a ConfigMap of
 	// component hco, a Deployment of virt that has rolled out and one that
-	// has not; the inventory also lists a ConfigMap that is gone.
+	// has not; the inventory also lists the Sync CRD (component crds), a
+	// ConfigMap of virt that is gone, a Namespace of a component the status
+	// does not list and one recorded without a component.
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "settings", Labels: map[string]string{cli.ComponentLabel: "hco"}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "settings"}},
 		deployment("api"), deployment("web"),
 	} {
 		if err := c.Create(ctx, o); err != nil {
@@ -222,10 +224,12 @@ func TestSyncVerbs(t *testing.T) {
 		LastAppliedRevision: "main@sha1:1111111111111111111111111111111111111111",
 		Inventory: &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{
 			{ID: "_apps__Namespace", Version: "v1"},
-			{ID: "apps_api_apps_Deployment", Version: "v1"},
-			{ID: "apps_gone__ConfigMap", Version: "v1"},
-			{ID: "apps_settings__ConfigMap", Version: "v1"},
-			{ID: "apps_web_apps_Deployment", Version: "v1"},
+			{ID: "_syncs.converge.dev_apiextensions.k8s.io_CustomResourceDefinition", Version: "apiextensions.k8s.io/v1", Component: "crds"},
+			{ID: "_tenant__Namespace", Version: "v1", Component: "ssp"},
+			{ID: "apps_api_apps_Deployment", Version: "apps/v1", Component: "virt"},
+			{ID: "apps_gone__ConfigMap", Version: "v1", Component: "virt"},
+			{ID: "apps_settings__ConfigMap", Version: "v1", Component: "hco"},
+			{ID: "apps_web_apps_Deployment", Version: "apps/v1", Component: "virt"},
 		}},
 		Components: []v1alpha1.ComponentStatus{
 			{Name: "hco", Health: "Healthy"},
@@ -255,7 +259,7 @@ func TestSyncVerbs(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "converge-system", Name: "remote"}, remote); err != nil {
 		t.Fatal(err)
 	}
-	remote.Status.Inventory = &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{{ID: "apps_settings__ConfigMap", Version: "v1"}}}
+	remote.Status.Inventory = &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{{ID: "apps_settings__ConfigMap", Version: "v1", Component: "hco"}}}
 	if err := c.Status().Update(ctx, remote); err != nil {
 		t.Fatal(err)
 	}
@@ -291,14 +295,18 @@ staging  -                                                   False      Unknown
 	t.Run("tree", func(t *testing.T) {
 		out, _, code := run("tree", "prod")
 		want := `Sync/converge-system/prod [Ready=True] main@sha1:1111111111111111111111111111111111111111
+├── crds
+│   └── CustomResourceDefinition/syncs.converge.dev [Current]
 ├── hco [Healthy]
 │   └── ConfigMap/apps/settings [Current]
 ├── virt [Progressing] waiting for Deployment apps/web
 │   ├── Deployment/apps/api [Current]
+│   ├── ConfigMap/apps/gone [NotFound]
 │   └── Deployment/apps/web [InProgress] Replicas: 0/1
 ├── cdi [Waiting]
-├── Namespace/apps [Current]
-└── ConfigMap/apps/gone [NotFound]
+├── ssp
+│   └── Namespace/tenant [Current]
+└── Namespace/apps [Current]
 `
 		if code != 0 || out != want {
 			t.Errorf("tree prod: exit %d\n%s\nwant\n%s", code, out, want)
@@ -316,7 +324,7 @@ staging  -                                                   False      Unknown
 			t.Fatal(err)
 		}
 		out, _, code = run("tree", "remote")
-		if want := "Sync/converge-system/remote [Ready=Unknown] -\n└── ConfigMap/apps/settings [Current]\n"; code != 0 || out != want {
+		if want := "Sync/converge-system/remote [Ready=Unknown] -\n└── hco\n    └── ConfigMap/apps/settings [Current]\n"; code != 0 || out != want {
 			t.Errorf("tree remote: exit %d\n%s\nwant\n%s", code, out, want)
 		}
 		_, stderr, code = run("tree", "nope", "-n", "tenant")
@@ -483,7 +491,7 @@ staging  -                                                   False      Unknown
 func deployment(name string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Labels: map[string]string{cli.ComponentLabel: "virt"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{

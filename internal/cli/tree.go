@@ -10,20 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler"
 )
-
-// ComponentLabel on an applied object names the graph component that
-// derived it; converge tree groups a Sync's inventory by it. Objects
-// without it (or missing from the cluster) are listed after the
-// components.
-const ComponentLabel = "converge.dev/component"
 
 func newTree(g *globals) *cobra.Command {
 	var ns string
@@ -31,13 +24,14 @@ func newTree(g *globals) *cobra.Command {
 		Use:   "tree SYNC",
 		Short: "Show a Sync's components and the live status of every object it applied",
 		Long: `tree prints the Sync SYNC (in -n, default converge-system) as a tree, as
-"flux tree kustomization" does: each graph component of status.components,
-in graph order, with its health, and under it each object of the Sync's
-inventory (status.inventory) that carries the label
-converge.dev/component=<component>, with its kstatus status (Current,
-InProgress, Failed, Terminating, NotFound) computed from the object read
-live. Objects without that label, and objects missing from the cluster
-(NotFound), follow the components.
+"flux tree kustomization" does: first the generated CRDs ("crds"), then
+each graph component of status.components, in graph order, with its
+health, and under each the objects of the Sync's inventory
+(status.inventory) that component derives (the entry's component), each
+with its kstatus status (Current, InProgress, Failed, Terminating,
+NotFound) computed from the object read live. Objects of a component the
+status does not list get a group of their own after the components;
+entries recorded without a component (by an older controller) come last.
 
 The objects are read from the Sync's target: the cluster of the kubeconfig
 for a Sync without spec.target, else the cluster of the kubeconfig in the
@@ -108,65 +102,77 @@ type treeNode struct {
 	children []*treeNode
 }
 
-// syncTree builds the tree of s: its components, each with the inventory
-// objects labelled with its name, then the objects of no (known)
-// component. Each object is read from target and its kstatus computed.
+// syncTree builds the tree of s: the CRDs, its components (each with
+// the inventory objects recorded under its name), the groups of other
+// recorded components, then the entries recorded without one. Each object
+// is read from target and its kstatus computed.
 func syncTree(ctx context.Context, target client.Client, s *v1alpha1.Sync) *treeNode {
 	ready := readyCondition(s)
 	root := &treeNode{text: fmt.Sprintf("Sync/%s/%s [Ready=%s] %s", s.Namespace, s.Name, ready.Status, orDash(s.Status.LastAppliedRevision))}
-	byName := map[string]*treeNode{}
+	crds := &treeNode{text: reconciler.CRDsComponent}
+	byName := map[string]*treeNode{reconciler.CRDsComponent: crds}
+	var groups []*treeNode
 	for _, cs := range s.Status.Components {
 		n := &treeNode{text: fmt.Sprintf("%s [%s]", cs.Name, cs.Health)}
 		if cs.Message != "" {
 			n.text += " " + oneLine(cs.Message)
 		}
 		byName[cs.Name] = n
-		root.children = append(root.children, n)
+		groups = append(groups, n)
 	}
 	var loose []*treeNode
 	if s.Status.Inventory != nil {
 		for _, e := range s.Status.Inventory.Entries {
-			text, component := objectStatus(ctx, target, e)
-			if parent := byName[component]; parent != nil {
-				parent.children = append(parent.children, &treeNode{text: text})
-			} else {
-				loose = append(loose, &treeNode{text: text})
+			leaf := &treeNode{text: objectStatus(ctx, target, e)}
+			if e.Component == "" {
+				loose = append(loose, leaf)
+				continue
 			}
+			parent := byName[e.Component]
+			if parent == nil {
+				parent = &treeNode{text: e.Component}
+				byName[e.Component] = parent
+				groups = append(groups, parent)
+			}
+			parent.children = append(parent.children, leaf)
 		}
 	}
+	if len(crds.children) > 0 {
+		root.children = append(root.children, crds)
+	}
+	root.children = append(root.children, groups...)
 	root.children = append(root.children, loose...)
 	return root
 }
 
 // objectStatus reads the inventory entry's object from c and gives its
-// line ("Kind/namespace/name [Status] message") and its component label.
-func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntry) (string, string) {
-	ns, name, gk, err := inventory.ParseID(e.ID)
+// line: "Kind/namespace/name [Status] message".
+func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntry) string {
+	u, err := inventory.Entry{ID: e.ID, Version: e.Version}.Object()
 	if err != nil {
-		return fmt.Sprintf("%s [Unknown] %v", e.ID, err), ""
+		return fmt.Sprintf("%s [Unknown] %v", e.ID, err)
 	}
-	subject := gk.Kind + "/" + name
+	ns, name := u.GetNamespace(), u.GetName()
+	subject := u.GetKind() + "/" + name
 	if ns != "" {
-		subject = gk.Kind + "/" + ns + "/" + name
+		subject = u.GetKind() + "/" + ns + "/" + name
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: gk.Group, Version: e.Version, Kind: gk.Kind})
 	err = c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return subject + " [" + status.NotFoundStatus.String() + "]", ""
+		return subject + " [" + status.NotFoundStatus.String() + "]"
 	case err != nil:
-		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error())), ""
+		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error()))
 	}
 	res, err := status.Compute(u)
 	if err != nil {
-		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error())), u.GetLabels()[ComponentLabel]
+		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error()))
 	}
 	text := fmt.Sprintf("%s [%s]", subject, res.Status)
 	if res.Message != "" && res.Status != status.CurrentStatus {
 		text += " " + oneLine(res.Message)
 	}
-	return text, u.GetLabels()[ComponentLabel]
+	return text
 }
 
 // printTree draws n with box-drawing branches, as flux tree does.

@@ -1,0 +1,383 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/admission"
+	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/receiver"
+)
+
+var (
+	syncKey = types.NamespacedName{Namespace: "converge", Name: "prod"}
+	hcKey   = types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "kubevirt-hyperconverged"}
+	kvKey   = types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "kubevirt-kubevirt-hyperconverged"}
+)
+
+// TestControllerBinary builds converge-controller and runs it as a
+// process against a real API server, with every server it has on
+// loopback ports: it reconciles a Sync of a real Git server to Ready,
+// registers the hco-webhook (with the CA of the certificate it issued)
+// that then refuses an invalid HyperConverged, serves v1beta1 through its
+// /convert webhook, exposes the Sync's metrics on /metrics, applies a new
+// commit when its receiver gets a signed push, and exits 0 on SIGTERM.
+func TestControllerBinary(t *testing.T) {
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "converge-controller")
+	start := time.Now()
+	if out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Logf("go build: %s", time.Since(start).Round(time.Millisecond))
+
+	env, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd, err := engine.SyncCRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &v1alpha1.SyncList{}) == nil })
+
+	root := t.TempDir()
+	repo := gitserver.NewRepo(t, root, "config", "main")
+	repo.CopyDir(t, filepath.Join("..", "..", "testdata", "example"), ".")
+	first := "main@sha1:" + repo.Commit(t, "example", nil)
+	git := gitserver.NewHTTP(t, root, gitserver.HTTPOptions{})
+
+	ports := map[string]int{}
+	for _, p := range []string{"metrics", "probe", "receiver", "webhook"} {
+		ports[p] = controlplane.FreePort(t)
+	}
+	addr := func(p string) string { return fmt.Sprintf("127.0.0.1:%d", ports[p]) }
+	var logs lockedBuffer
+	cmd := exec.Command(exe,
+		"--kubeconfig", kubeconfig,
+		"--metrics-bind-address", addr("metrics"),
+		"--health-probe-bind-address", addr("probe"),
+		"--receiver-bind-address", addr("receiver"),
+		"--webhook-url", "https://"+addr("webhook"),
+		"--webhook-port", fmt.Sprint(ports["webhook"]),
+		"--cache-dir", t.TempDir(),
+	)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("converge-controller output (tail):\n%s", tail(logs.String(), 60))
+		}
+	})
+	go operate(ctx, c)
+
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncKey.Namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: syncKey.Namespace, Name: "hook"}, Data: map[string][]byte{"token": []byte("hook-token")}},
+		&v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: syncKey.Namespace, Name: syncKey.Name},
+			Spec: v1alpha1.SyncSpec{
+				Source:   v1alpha1.GitSource{URL: git.RepoURL(repo), Ref: &v1alpha1.GitRef{Branch: "main"}},
+				Interval: metav1.Duration{Duration: time.Hour},
+				Receiver: &v1alpha1.Receiver{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}},
+			}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := waitReady(t, c, first, exited)
+	t.Logf("Sync Ready at the first commit %s after creating it", d)
+
+	// The hco-webhook is registered with the CA of the certificate the
+	// controller issued, and serves: an HC it cannot render is refused.
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	controlplane.Eventually(t, time.Minute, func() bool {
+		if c.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc) != nil || len(vwc.Webhooks) == 0 {
+			return false
+		}
+		for _, w := range vwc.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 || w.ClientConfig.URL == nil || !strings.HasPrefix(*w.ClientConfig.URL, "https://"+addr("webhook")+"/") {
+				return false
+			}
+		}
+		return true
+	})
+	bad := &unstructured.Unstructured{}
+	bad.SetAPIVersion("hco.kubevirt.io/v1")
+	bad.SetKind("HyperConverged")
+	bad.SetNamespace(hcKey.Namespace)
+	bad.SetName(hcKey.Name)
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"security":{"certConfig":{"ca":{"duration":"5m"}}}}}`))
+	err = c.Patch(ctx, bad, patch, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", admission.V1WebhookName)) ||
+		!strings.Contains(err.Error(), "duration (5m) must be at least 10m") {
+		t.Errorf("dry-run update of the HC with security.certConfig.ca.duration 5m: %v, want it denied by the hco-webhook", err)
+	}
+	// /convert: the HC reads as v1beta1 once the CRD has the caBundle.
+	controlplane.Eventually(t, time.Minute, func() bool {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("hco.kubevirt.io/v1beta1")
+		u.SetKind("HyperConverged")
+		return c.Get(ctx, hcKey, u) == nil && u.GetAPIVersion() == "hco.kubevirt.io/v1beta1"
+	})
+
+	// /metrics serves the Sync's series.
+	metrics := httpGet(t, "http://"+addr("metrics")+"/metrics")
+	for _, want := range []string{
+		`(?m)^converge_reconcile_duration_seconds_count\{name="prod",namespace="converge",result="success"\} [1-9]`,
+		`(?m)^converge_last_applied_revision_info\{name="prod",namespace="converge",revision="` + regexp.QuoteMeta(first) + `"\} 1$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(metrics) {
+			t.Errorf("/metrics has no line matching %s:\n%s", want, grep(metrics, "^converge_(reconcile_duration_seconds_count|last_applied)"))
+		}
+	}
+	if body := httpGet(t, "http://"+addr("probe")+"/readyz"); body != "ok" {
+		t.Errorf("/readyz = %q, want ok", body)
+	}
+
+	// A signed push to the receiver applies a new commit (interval 1h);
+	// the HC update passes the hco-webhook (failurePolicy Fail).
+	b, err := os.ReadFile(filepath.Join(repo.Dir, "hyperconverged.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := "main@sha1:" + repo.Commit(t, "six migrations", map[string]string{
+		"hyperconverged.yaml": strings.Replace(string(b), "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6", 1)})
+	body := []byte(`{"ref":"refs/heads/main","after":"` + strings.TrimPrefix(next, "main@sha1:") + `"}`)
+	mac := hmac.New(sha256.New, []byte("hook-token"))
+	mac.Write(body)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr("receiver")+receiver.Path(syncKey), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("receiver answered %s", resp.Status)
+	}
+	d = waitReady(t, c, next, exited)
+	t.Logf("pushed commit applied %s after the webhook", d)
+	kv := &unstructured.Unstructured{}
+	kv.SetAPIVersion("kubevirt.io/v1")
+	kv.SetKind("KubeVirt")
+	if err := c.Get(ctx, kvKey, kv); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedInt64(kv.Object, "spec", "configuration", "migrations", "parallelMigrationsPerCluster"); v != 6 {
+		t.Errorf("KubeVirt parallelMigrationsPerCluster = %d, want 6", v)
+	}
+
+	// SIGTERM: a clean exit.
+	start = time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		t.Logf("exited %s after SIGTERM: %v", time.Since(start).Round(time.Millisecond), err)
+		if err != nil {
+			t.Errorf("converge-controller exit after SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("converge-controller still running 30s after SIGTERM")
+	}
+}
+
+// waitReady polls the Sync until it is Ready at revision, failing early
+// when the process exits.
+func waitReady(t *testing.T, c client.Client, revision string, exited <-chan error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	s := &v1alpha1.Sync{}
+	for time.Since(start) < 3*time.Minute {
+		select {
+		case err := <-exited:
+			t.Fatalf("converge-controller exited: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if c.Get(context.Background(), syncKey, s) == nil && s.Status.LastAppliedRevision == revision &&
+			s.Status.ObservedGeneration == s.Generation && apimeta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ReadyCondition) {
+			return time.Since(start)
+		}
+	}
+	b, _ := json.MarshalIndent(s.Status.Conditions, "", "  ")
+	t.Fatalf("Sync %s not Ready at %s within 3m; lastApplied %q, conditions:\n%s", syncKey, revision, s.Status.LastAppliedRevision, b)
+	return 0
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", url, resp.Status, err, b)
+	}
+	return string(b)
+}
+
+func grep(s, pattern string) string {
+	re := regexp.MustCompile(pattern)
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// operandKinds are the kinds whose health rule is "conditions".
+var operandKinds = map[string]bool{"KubeVirt": true, "CDI": true, "NetworkAddonsConfig": true, "SSP": true,
+	"HostPathProvisioner": true, "AAQ": true, "MigController": true, "FileRestoreOperator": true}
+
+// operate plays the operators (none runs on a bare API server): every
+// 200ms it marks each operand CR without conditions Available, so the
+// health gates open.
+func operate(ctx context.Context, c client.Client) {
+	for ctx.Err() == nil {
+		crds := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := c.List(ctx, crds); err == nil {
+			for _, crd := range crds.Items {
+				if !operandKinds[crd.Spec.Names.Kind] {
+					continue
+				}
+				for _, v := range crd.Spec.Versions {
+					if v.Storage {
+						markAvailable(ctx, c, crd.Spec.Group+"/"+v.Name, crd.Spec.Names.Kind, v.Subresources != nil && v.Subresources.Status != nil)
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func markAvailable(ctx context.Context, c client.Client, apiVersion, kind string, subresource bool) {
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(apiVersion)
+	list.SetKind(kind + "List")
+	if err := c.List(ctx, list); err != nil {
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	cond := func(t, s string) map[string]any {
+		return map[string]any{"type": t, "status": s, "reason": "Test", "message": "test operator", "lastTransitionTime": now}
+	}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{
+		cond("Available", "True"), cond("Progressing", "False"), cond("Degraded", "False")}}})
+	for i := range list.Items {
+		u := &list.Items[i]
+		if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conds) > 0 {
+			continue
+		}
+		if subresource {
+			_ = c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+		} else {
+			_ = c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+		}
+	}
+}
+
+// lockedBuffer collects the process output (written by exec's copying
+// goroutines while the test reads it).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
