@@ -12,6 +12,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/converge ./cmd/converge
 	$(GO) build -o $(BIN)/converge-controller ./cmd/converge-controller
+	$(GO) build -o $(BIN)/converge-node ./cmd/converge-node
 	$(GO) build -o $(BIN)/converge-demo ./hack/demo
 
 ## controlplane: kube-apiserver and etcd built from Go modules (≈13 min cold)
