@@ -43,15 +43,30 @@ func setComponents(s *v1alpha1.Sync, res *reconciler.Result) {
 	}
 }
 
-// waitingMessage says which components wait and why.
+// waitingMessage names the components that are not healthy, grouped by
+// their health (Failed, Progressing, Waiting); why each one is not healthy
+// is in status.components.
 func waitingMessage(res *reconciler.Result) string {
-	var msgs []string
+	byHealth := map[reconciler.Health][]string{}
 	for _, c := range res.Components {
-		if c.Health != reconciler.Healthy && c.Message != "" {
-			msgs = append(msgs, c.Name+": "+c.Message)
+		if c.Health != reconciler.Healthy {
+			byHealth[c.Health] = append(byHealth[c.Health], c.Name)
 		}
 	}
-	return strings.Join(msgs, "; ")
+	var parts []string
+	for _, h := range []struct {
+		health reconciler.Health
+		what   string
+	}{
+		{reconciler.Failed, "failed"},
+		{reconciler.Progressing, "not healthy yet"},
+		{reconciler.Waiting, "held back until their dependencies are healthy"},
+	} {
+		if names := byHealth[h.health]; len(names) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", strings.Join(names, ", "), h.what))
+		}
+	}
+	return strings.Join(parts, "; ") + " (status.components and converge tree say why)"
 }
 
 // driftByKind counts res.Drifted (inventory IDs) by kind.

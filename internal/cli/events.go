@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -127,5 +128,32 @@ func eventRow(w io.Writer, e *corev1.Event, withNS bool, now time.Time) {
 	if t := lastSeen(e); !t.IsZero() {
 		age = duration.HumanDuration(now.Sub(t))
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%s\n", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, oneLine(e.Message))
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%s\n", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, eventLine(e.Message, maxEventChanges))
+}
+
+// maxEventChanges is how many of an event's change lines `converge events`
+// prints; `kubectl describe sync` shows them all.
+const maxEventChanges = 3
+
+// eventLine prints a converge-controller event message (a head line, then
+// one line per changed object) on one line: the head, then at most max
+// changes separated by "; ", then "(+N more)".
+func eventLine(msg string, max int) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	head, changes := oneLine(lines[0]), lines[1:]
+	if len(changes) == 0 {
+		return head
+	}
+	shown := changes
+	if len(shown) > max {
+		shown = shown[:max]
+	}
+	for i := range shown {
+		shown[i] = oneLine(shown[i])
+	}
+	out := head + ": " + strings.Join(shown, "; ")
+	if n := len(changes) - len(shown); n > 0 {
+		out += fmt.Sprintf(" (+%d more)", n)
+	}
+	return out
 }
