@@ -206,7 +206,9 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	src, err := r.source(ctx, s)
 	if err != nil {
 		var se *sourceError
-		errors.As(err, &se)
+		if !errors.As(err, &se) {
+			se = &sourceError{reason: v1alpha1.FetchFailedReason, err: err}
+		}
 		if se.reason == v1alpha1.VerificationFailedReason {
 			setCondition(s, v1alpha1.SourceVerifiedCondition, metav1.ConditionFalse, se.reason, err.Error())
 		}
