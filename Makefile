@@ -4,7 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test demo bench vet controlplane clean
+.PHONY: all build test demo bench vet controlplane cni clean
 
 all: build
 
@@ -20,6 +20,15 @@ controlplane: $(BIN)/kube-apiserver $(BIN)/etcd
 $(BIN)/kube-apiserver $(BIN)/etcd:
 	hack/controlplane/build.sh $(BIN)
 
+## cni: the CNI plugins converge-node cni-install installs (containernetworking/plugins, pinned as go.mod tools)
+CNI_VERSION := v1.9.1
+CNI_PKG := github.com/containernetworking/plugins/plugins
+CNI_PLUGINS := main/bridge ipam/host-local main/loopback
+cni: $(addprefix $(BIN)/cni/,$(notdir $(CNI_PLUGINS)))
+$(BIN)/cni/%: go.mod
+	$(GO) build -ldflags "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(CNI_VERSION)" \
+		-o $@ $(CNI_PKG)/$(filter %/$*,$(CNI_PLUGINS))
+
 ## cue: the cue CLI at the pinned version, for the plain `cue vet` tests
 $(BIN)/cue: go.mod
 	$(GO) build -o $(BIN)/cue cuelang.org/go/cmd/cue
@@ -31,7 +40,7 @@ demo: controlplane
 	$(BIN)/converge-demo
 
 ## test: every test, against the real API server, git server and cue CLI
-test: controlplane $(BIN)/cue
+test: controlplane $(BIN)/cue cni
 	$(GO) vet ./...
 	PATH=$(BIN):$$PATH $(GO) test -count=1 ./...
 
