@@ -1,0 +1,160 @@
+package domain_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pmezard/go-difflib/difflib"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/converge-dev/converge/nodeplane/vm/domain"
+)
+
+var update = flag.Bool("update", os.Getenv("UPDATE_GOLDEN") == "1", "rewrite golden files")
+
+const goldenDir = "../../../testdata/domain"
+
+// testOptions are the node choices of the golden cases: the default
+// options plus a serial log directory and resolvers for PVCs and bridges.
+func testOptions() domain.Options {
+	o := domain.DefaultOptions()
+	o.SerialLogDir = "/var/log/converge/vm"
+	o.ResolvePVC = func(namespace, claim string) (domain.DiskSource, error) {
+		switch claim {
+		case "missing":
+			return domain.DiskSource{}, fmt.Errorf("PersistentVolumeClaim %s/%s not found", namespace, claim)
+		case "raw-block":
+			return domain.DiskSource{Path: "/dev/converge/" + namespace + "/" + claim, Block: true}, nil
+		}
+		return domain.DiskSource{Path: "/var/lib/converge/pvc/" + namespace + "/" + claim + "/disk.img"}, nil
+	}
+	o.ResolveBridge = func(namespace string, n kubevirtv1.Network) (string, error) {
+		switch {
+		case n.Pod != nil:
+			return "cvbr0", nil
+		case n.Multus != nil && n.Multus.NetworkName == "nowhere":
+			return "", fmt.Errorf("NetworkAttachmentDefinition %s/nowhere not found", namespace)
+		case n.Multus != nil:
+			return "br-" + n.Multus.NetworkName, nil
+		}
+		return "", fmt.Errorf("no source")
+	}
+	return o
+}
+
+// readVMI decodes testdata/domain/<name>.yaml strictly: a misspelt field
+// fails the test instead of vanishing.
+func readVMI(t *testing.T, path string) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmi, err := domain.DecodeVMI(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return vmi
+}
+
+// TestBuildGolden translates every testdata/domain/<case>.yaml and compares
+// with <case>.xml (a domain) or <case>.err (the expected error message).
+// UPDATE_GOLDEN=1 rewrites them.
+func TestBuildGolden(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no cases in %s: %v", goldenDir, err)
+	}
+	for _, c := range cases {
+		name := strings.TrimSuffix(filepath.Base(c), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			vmi := readVMI(t, c)
+			opts := testOptions()
+			d, err := domain.Build(vmi, opts)
+			var got []byte
+			var golden string
+			if strings.HasPrefix(name, "err-") {
+				golden = strings.TrimSuffix(c, ".yaml") + ".err"
+				if err == nil {
+					t.Fatalf("Build succeeded; expected an error")
+				}
+				var fe domain.FieldErrors
+				if !errors.As(err, &fe) || len(fe) == 0 {
+					t.Errorf("error %v does not wrap FieldErrors", err)
+				}
+				got = []byte(strings.ReplaceAll(err.Error(), "; ", ";\n") + "\n")
+			} else {
+				golden = strings.TrimSuffix(c, ".yaml") + ".xml"
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				s, err := d.Marshal()
+				if err != nil {
+					t.Fatalf("Marshal: %v", err)
+				}
+				got = []byte(s + "\n")
+			}
+			compareGolden(t, golden, got)
+		})
+	}
+}
+
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
+			FromFile: path, ToFile: "got", Context: 3,
+		})
+		t.Errorf("%s differs (UPDATE_GOLDEN=1 rewrites it):\n%s", path, diff)
+	}
+}
+
+// TestSupportTableInDoc keeps the package comment's table in step with
+// SupportTable (UPDATE_GOLDEN=1 rewrites the comment).
+func TestSupportTableInDoc(t *testing.T) {
+	var rows strings.Builder
+	rows.WriteString("//\n") // gofmt's blank line around a code block
+	for _, f := range domain.SupportTable() {
+		line := fmt.Sprintf("//	%-62s %-9s %s", f.Path, f.Support, f.Note)
+		rows.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	rows.WriteString("//\n")
+	raw, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "// BEGIN SUPPORT TABLE\n", "// END SUPPORT TABLE\n"
+	i, j := bytes.Index(raw, []byte(begin)), bytes.Index(raw, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("doc.go: missing %q … %q markers", begin, end)
+	}
+	current := string(raw[i+len(begin) : j])
+	if current == rows.String() {
+		return
+	}
+	if *update {
+		out := string(raw[:i+len(begin)]) + rows.String() + string(raw[j:])
+		if err := os.WriteFile("doc.go", []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("doc.go's support table is out of date; run UPDATE_GOLDEN=1 go test ./nodeplane/vm/domain")
+}

@@ -1,0 +1,73 @@
+package domain
+
+import (
+	"crypto/sha256"
+	"encoding/xml"
+	"fmt"
+	"strings"
+
+	"libvirt.org/go/libvirtxml"
+)
+
+// Name gives the libvirt domain name of a VMI: "<namespace>_<name>", as
+// KubeVirt's virt-launcher names its domains. Kubernetes names cannot contain
+// "_", so the name is unambiguous.
+func Name(namespace, name string) string { return namespace + "_" + name }
+
+// SplitName is the inverse of Name; ok is false for a domain name that
+// is not of that form.
+func SplitName(domainName string) (namespace, name string, ok bool) {
+	namespace, name, ok = strings.Cut(domainName, "_")
+	return namespace, name, ok && namespace != "" && name != ""
+}
+
+// MetadataNamespace is the XML namespace of converge's element in a
+// domain's <metadata>.
+const MetadataNamespace = "https://converge.dev/xmlns/vm/v1"
+
+// Metadata is converge's element in a domain's <metadata>: it marks the
+// domain as converge's and names the VMI it implements. The agent cleans up
+// only domains that carry it.
+type Metadata struct {
+	XMLName   xml.Name `xml:"https://converge.dev/xmlns/vm/v1 vmi"`
+	Namespace string   `xml:"namespace,attr"`
+	Name      string   `xml:"name,attr"`
+	UID       string   `xml:"uid,attr"`
+}
+
+// ParseMetadata finds converge's metadata in a domain; ok is false when the
+// domain has none (it is not converge's).
+func ParseMetadata(d *libvirtxml.Domain) (m Metadata, ok bool) {
+	if d == nil || d.Metadata == nil {
+		return Metadata{}, false
+	}
+	dec := xml.NewDecoder(strings.NewReader(d.Metadata.XML))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return Metadata{}, false
+		}
+		if se, isStart := tok.(xml.StartElement); isStart && se.Name.Space == MetadataNamespace && se.Name.Local == "vmi" {
+			if err := dec.DecodeElement(&m, &se); err != nil {
+				return Metadata{}, false
+			}
+			return m, true
+		}
+	}
+}
+
+func (m Metadata) marshal() (*libvirtxml.DomainMetadata, error) {
+	b, err := xml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return &libvirtxml.DomainMetadata{XML: string(b)}, nil
+}
+
+// MAC gives the default MAC address of a VMI interface: the QEMU prefix
+// 52:54:00 followed by the first 3 bytes of SHA-256("<uid>/<interface>"), so
+// it is stable across agent restarts and re-definitions.
+func MAC(uid, iface string) string {
+	sum := sha256.Sum256([]byte(uid + "/" + iface))
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", sum[0], sum[1], sum[2])
+}

@@ -1,0 +1,52 @@
+package domain
+
+import (
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// DiskSource is where a volume's data is on the node: Path is an absolute
+// path to a raw image file, or to a block device when Block is true.
+type DiskSource struct {
+	Path  string
+	Block bool
+}
+
+// Options are the node-side choices Build needs and a VMI does not carry.
+// Start from DefaultOptions.
+type Options struct {
+	// DomainType is the libvirt domain type: "qemu" (TCG), "kvm", or "test"
+	// for libvirt's test driver. converge never picks kvm by itself: on the
+	// machines of this project /dev/kvm exists but cannot run standard guests.
+	DomainType string
+	// Emulator is the QEMU binary path; empty leaves it to libvirt.
+	Emulator string
+	// MachineType is used when the VMI does not set spec.domain.machine.type.
+	MachineType string
+	// SerialLogDir receives <namespace>_<name>-serial.log, a copy of the
+	// serial console written by virtlogd; empty disables the log.
+	SerialLogDir string
+	// ResolvePVC gives the disk for a persistentVolumeClaim volume of a VMI
+	// in namespace. Nil refuses every PVC volume.
+	ResolvePVC func(namespace, claimName string) (DiskSource, error)
+	// ResolveBridge gives the name of the node's Linux bridge for a network
+	// of a VMI in namespace (pod or multus). Nil refuses every interface.
+	ResolveBridge func(namespace string, network kubevirtv1.Network) (string, error)
+}
+
+// DefaultOptions gives domain type qemu, the Debian QEMU binary
+// /usr/bin/qemu-system-x86_64, machine type q35, no serial log and no
+// resolvers (PVC volumes and interfaces are refused until set).
+func DefaultOptions() Options {
+	return Options{
+		DomainType:  "qemu",
+		Emulator:    "/usr/bin/qemu-system-x86_64",
+		MachineType: "q35",
+	}
+}
+
+// RunStrategyAnnotation on a VMI carries the runStrategy of the
+// VirtualMachine that owns it (converge's virt-controller role sets it;
+// KubeVirt's VMI has no such field). With "Once" a guest reboot ends the
+// VMI (on_reboot=destroy, phase Succeeded); otherwise a reboot stays inside
+// the same VMI (on_reboot=restart), as in KubeVirt.
+const RunStrategyAnnotation = "vm.converge.dev/run-strategy"
