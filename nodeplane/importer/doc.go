@@ -1,0 +1,29 @@
+// Package importer is converge's CDI importer role: it fetches a VM disk
+// image over HTTP(S) and writes it, as a sparse raw file, to a volume's disk
+// image path (for a filesystem volume of nodeplane/csi/hostpath that is
+// <pool>/<id>/data/disk.img, the file name CDI uses).
+//
+// It follows kubevirt/containerized-data-importer (CDI): pkg/importer
+// (http-datasource.go for the HTTP source, checksum.go for the
+// "algorithm:hex" checksum, errors.go for ValidationSizeError) and
+// pkg/image/qemu.go, which shells out to qemu-img for `info`, `convert`
+// (with -p progress) and the size validation. Like CDI, every format is
+// converted to raw and the raw file is grown to the volume size.
+//
+// Steps of Import: download to a temporary file in the target's directory
+// (zero 4 KiB blocks become holes, the checksum is computed on the fly,
+// retrying transient failures with backoff), verify the checksum, refuse
+// text/HTML bodies, `qemu-img info` (refusing backing files and external
+// data files, which would let an image read host files), refuse a virtual
+// size larger than the volume, convert to raw (qcow2 and other formats) or
+// keep the download (raw), grow to the volume size, fsync and rename over
+// Target.Path. On any error the temporary files are removed and Target.Path
+// is left as it was.
+//
+// Errors are *Error values carrying a Reason (NotFound, ChecksumMismatch,
+// NotAnImage, TooBig, Unreachable, Timeout, ...) and whether retrying can
+// help, for the DataVolume controller's conditions.
+//
+// qemu-img (Debian package qemu-utils) must be on PATH or named in
+// Options.QemuImg.
+package importer
