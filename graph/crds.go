@@ -44,10 +44,17 @@ func (e *Engine) generateCRDs() ([]*CRD, error) {
 		if err := it.Value().LookupPath(cue.ParsePath("names")).Decode(&n); err != nil {
 			return nil, Format(err)
 		}
+		var columns []apiextensionsv1.CustomResourceColumnDefinition
+		if pc := it.Value().LookupPath(cue.ParsePath("printerColumns")); pc.Exists() {
+			if err := pc.Decode(&columns); err != nil {
+				return nil, Format(err)
+			}
+		}
 		crd, err := crdgen.Generate(it.Value().LookupPath(cue.ParsePath("schema")), crdgen.Names{
 			Group: n.Group, Version: n.Version, Kind: n.Kind, ListKind: n.Kind + "List",
 			Plural: n.Plural, Singular: n.Singular, ShortNames: n.ShortNames, Categories: n.Categories,
 			Scope: apiextensionsv1.ResourceScope(n.Scope), StatusSubresource: true,
+			PrinterColumns: columns,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("generating CRD %s: %w", name, err)

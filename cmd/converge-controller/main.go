@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +46,7 @@ import (
 	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
 	"github.com/converge-dev/converge/syncctl"
+	"github.com/converge-dev/converge/virtctl"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -106,7 +108,9 @@ func run() error {
 		concurrent   int
 		depRequeue   time.Duration
 		wh           webhookFlags
+		virt         bool
 	)
+	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	flag.StringVar(&receiverAddr, "receiver-bind-address", ":9292", "address of the push webhook receiver, POST /hook/<namespace>/<name> (0 disables)")
@@ -200,6 +204,11 @@ func run() error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if virt {
+		if err := virtctl.Setup(mgr, virtctl.DefaultOptions()); err != nil {
+			return err
+		}
+	}
 	if err := addReceiver(mgr, receiverAddr, r); err != nil {
 		return err
 	}
@@ -217,13 +226,17 @@ func run() error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// newScheme knows the client-go types and converge.dev/v1alpha1.
+// newScheme knows the client-go types, converge.dev/v1alpha1 and
+// kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for virtctl).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := kubevirtv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
