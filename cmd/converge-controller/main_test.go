@@ -15,10 +15,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/converge-dev/converge/internal/safebuffer"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,7 +110,7 @@ func TestControllerBinary(t *testing.T) {
 		ports[p] = controlplane.FreePort(t)
 	}
 	addr := func(p string) string { return fmt.Sprintf("127.0.0.1:%d", ports[p]) }
-	var logs lockedBuffer
+	var logs safebuffer.Buffer
 	cmd := exec.Command(exe,
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", addr("metrics"),
@@ -361,23 +362,4 @@ func markAvailable(ctx context.Context, c client.Client, apiVersion, kind string
 			_ = c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
 		}
 	}
-}
-
-// lockedBuffer collects the process output (written by exec's copying
-// goroutines while the test reads it).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge/internal/safebuffer"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -97,7 +99,7 @@ func TestHostpathCSIBinary(t *testing.T) {
 		t.Fatalf("--version: %q, %v", out, err)
 	}
 	sock := filepath.Join(dir, "csi", "csi.sock")
-	var logs bytes.Buffer
+	var logs safebuffer.Buffer
 	cmd := exec.Command(bin, "hostpath-csi", "--endpoint", "unix://"+sock, "--node-id", "node-1",
 		"--storage-pool", "fast="+filepath.Join(dir, "fast"), "--storage-pool", "slow="+filepath.Join(dir, "slow"))
 	cmd.Stdout, cmd.Stderr = &logs, &logs

@@ -6,27 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/converge-dev/converge/internal/safebuffer"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const vmiFile = `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -74,7 +58,7 @@ func TestVMCommandStaticFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &safebuffer.Buffer{}
 	root := newRoot()
 	root.SetOut(out)
 	root.SetErr(out)

@@ -56,11 +56,7 @@ a Sync's source and apply are one object, so every reconcile fetches.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_ = withSource
 			ctx := cmd.Context()
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := getSync(ctx, c, ns, args[0])
+			c, s, err := g.clientAndSync(ctx, ns, args[0])
 			if err != nil {
 				return err
 			}
@@ -89,11 +85,7 @@ converge-controller stops reconciling it, and correcting drift, until
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := getSync(ctx, c, ns, args[0])
+			c, s, err := g.clientAndSync(ctx, ns, args[0])
 			if err != nil {
 				return err
 			}
@@ -123,11 +115,7 @@ reconcile sync" does (as "flux resume"): exit 1 when it failed or after
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := getSync(ctx, c, ns, args[0])
+			c, s, err := g.clientAndSync(ctx, ns, args[0])
 			if err != nil {
 				return err
 			}

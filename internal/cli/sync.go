@@ -32,6 +32,17 @@ func namespaceFlags(cmd *cobra.Command, ns *string, all *bool) {
 
 // getSync reads the Sync ns/name, with an error that names it when it
 // does not exist or when the cluster does not serve the Sync API.
+// clientAndSync returns the cluster client of g and the Sync ns/name read
+// through it; errors as getSync's.
+func (g *globals) clientAndSync(ctx context.Context, ns, name string) (client.Client, *v1alpha1.Sync, error) {
+	c, err := g.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := getSync(ctx, c, ns, name)
+	return c, s, err
+}
+
 func getSync(ctx context.Context, c client.Reader, ns, name string) (*v1alpha1.Sync, error) {
 	s := &v1alpha1.Sync{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {

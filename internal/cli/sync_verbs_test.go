@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge/internal/safebuffer"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,25 +27,6 @@ import (
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/controlplane"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a command writing while the test
-// reads (converge events --watch).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // fakeController plays converge-controller's part in the reconcile
 // protocol, writing status through the status subresource as the
@@ -391,7 +374,7 @@ staging  -                                                   False      Unknown
 
 		// --watch prints the list, then each new Event of the Sync, until cancelled.
 		wctx, cancel := context.WithCancel(ctx)
-		var wout, werr lockedBuffer
+		var wout, werr safebuffer.Buffer
 		done := make(chan int)
 		go func() {
 			done <- cli.RunContext(wctx, []string{"--kubeconfig", kubeconfig, "events", "prod", "--watch"}, &wout, &werr)

@@ -42,11 +42,7 @@ reads).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			s, err := getSync(ctx, c, ns, args[0])
+			c, s, err := g.clientAndSync(ctx, ns, args[0])
 			if err != nil {
 				return err
 			}

@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/converge-dev/converge/internal/safebuffer"
 
 	"github.com/converge-dev/converge/nodeplane/vm/e2e"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
@@ -199,7 +200,7 @@ func TestGuestBootsThroughAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consoleOut := &lockedBuffer{}
+	consoleOut := &safebuffer.Buffer{}
 	readDone := make(chan error, 1)
 	go func() { _, err := io.Copy(consoleOut, console); readDone <- err }()
 	onConsole := waitFor(t, "the marker on the console stream", 120*time.Second, func() bool {
@@ -257,23 +258,6 @@ func waitFor(t *testing.T, what string, guard time.Duration, cond func() bool) t
 		time.Sleep(100 * time.Millisecond)
 	}
 	return time.Now()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func tailFile(path string) string {
