@@ -3,14 +3,13 @@ package admission
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/types"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/converge-dev/converge/webhookcert"
 )
 
 // Names and paths of the webhook, as HCO's CSV registers them
@@ -29,33 +28,9 @@ const (
 	V1Path = "/validate-hco-kubevirt-io-v1-hyperconverged"
 )
 
-// Endpoint is where the API server reaches the webhook server: a Service
-// in the cluster, or else a base URL (https://host:port, for local and
-// test runs).
-type Endpoint struct {
-	// Service is the Service in front of the webhook server; nil means URL.
-	Service *types.NamespacedName
-	// ServicePort is the Service's port (default 443).
-	ServicePort int32
-	// URL is the server's base URL, used when Service is nil.
-	URL string
-}
-
-// ClientConfig gives the WebhookClientConfig (without caBundle) through
-// which the API server reaches path on the endpoint, e.g. for a CRD
-// conversion webhook.
-func (ep Endpoint) ClientConfig(path string) apiextensionsv1.WebhookClientConfig {
-	if ep.Service != nil {
-		port := ep.ServicePort
-		if port == 0 {
-			port = 443
-		}
-		return apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
-			Namespace: ep.Service.Namespace, Name: ep.Service.Name, Path: &path, Port: &port}}
-	}
-	url := strings.TrimSuffix(ep.URL, "/") + path
-	return apiextensionsv1.WebhookClientConfig{URL: &url}
-}
+// Endpoint is where the API server reaches the webhook server (shared
+// with the MAC pool's webhook: webhookcert.Endpoint).
+type Endpoint = webhookcert.Endpoint
 
 // Register takes a controller-runtime webhook server and a Validator and
 // serves the Validator on both paths (HCO pkg/webhooks/setup.go
@@ -76,20 +51,7 @@ func Register(srv webhook.Server, v *Validator) {
 // allows without checks, so it is left out).
 func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
 	hook := func(name, version, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		cc := acv1.WebhookClientConfig()
-		if ep.Service != nil {
-			port := ep.ServicePort
-			if port == 0 {
-				port = 443
-			}
-			cc.WithService(acv1.ServiceReference().WithNamespace(ep.Service.Namespace).WithName(ep.Service.Name).
-				WithPath(path).WithPort(port))
-		} else {
-			cc.WithURL(strings.TrimSuffix(ep.URL, "/") + path)
-		}
-		if len(caBundle) > 0 {
-			cc.WithCABundle(caBundle...)
-		}
+		cc := ep.AdmissionClientConfig(path, caBundle)
 		return acv1.ValidatingWebhook().WithName(name).WithClientConfig(cc).
 			WithRules(acv1.RuleWithOperations().
 				WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update).

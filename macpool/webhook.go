@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/types"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/converge-dev/converge/webhookcert"
 )
 
 // Names and path of the webhook (upstream kubemacpool registers
@@ -161,17 +161,9 @@ func Register(srv webhook.Server, ctl *Controller) {
 	srv.Register(Path, &webhook.Admission{Handler: ctl})
 }
 
-// Endpoint is where the API server reaches the webhook server: a Service
-// in the cluster, or else a base URL (https://host:port, for local and
-// test runs). It mirrors admission.Endpoint (the hco-webhook's).
-type Endpoint struct {
-	// Service is the Service in front of the webhook server; nil means URL.
-	Service *types.NamespacedName
-	// ServicePort is the Service's port (default 443).
-	ServicePort int32
-	// URL is the server's base URL, used when Service is nil.
-	URL string
-}
+// Endpoint is where the API server reaches the webhook server, as for the
+// hco-webhook.
+type Endpoint = webhookcert.Endpoint
 
 // Configuration takes the endpoint and a PEM CA bundle (nil leaves it to
 // webhookcert's injection) and gives the MutatingWebhookConfiguration
@@ -183,20 +175,7 @@ type Endpoint struct {
 // 10, admissionReviewVersions [v1], as upstream kubemacpool's
 // mutatevirtualmachines.kubemacpool.io.
 func Configuration(ep Endpoint, caBundle []byte) *acv1.MutatingWebhookConfigurationApplyConfiguration {
-	cc := acv1.WebhookClientConfig()
-	if ep.Service != nil {
-		port := ep.ServicePort
-		if port == 0 {
-			port = 443
-		}
-		cc.WithService(acv1.ServiceReference().WithNamespace(ep.Service.Namespace).WithName(ep.Service.Name).
-			WithPath(Path).WithPort(port))
-	} else {
-		cc.WithURL(strings.TrimSuffix(ep.URL, "/") + Path)
-	}
-	if len(caBundle) > 0 {
-		cc.WithCABundle(caBundle...)
-	}
+	cc := ep.AdmissionClientConfig(Path, caBundle)
 	return acv1.MutatingWebhookConfiguration(ConfigurationName).WithWebhooks(
 		acv1.MutatingWebhook().WithName(WebhookName).WithClientConfig(cc).
 			WithRules(acv1.RuleWithOperations().
