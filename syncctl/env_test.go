@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -33,6 +32,7 @@ import (
 	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/operandsim"
 	"github.com/converge-dev/converge/metrics"
 	"github.com/converge-dev/converge/syncctl"
 )
@@ -151,7 +151,7 @@ func startEnv(t *testing.T) *testEnv {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
 	for _, c := range []client.Client{e.c1, e.c2} {
-		go operate(mctx, c)
+		go operandsim.Run(mctx, c)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -285,60 +285,4 @@ func condition(s *v1alpha1.Sync, typ string) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
-}
-
-// operandKinds are the kinds whose health rule is "conditions": an
-// operator would report Available on them.
-var operandKinds = map[string]bool{"KubeVirt": true, "CDI": true, "NetworkAddonsConfig": true, "SSP": true,
-	"HostPathProvisioner": true, "AAQ": true, "MigController": true, "FileRestoreOperator": true}
-
-// operate plays the operators converge deploys: every 200ms it marks
-// every operand CR Available=True, Progressing=False, Degraded=False, so
-// the health gates open as they would in a real cluster.
-func operate(ctx context.Context, c client.Client) {
-	for ctx.Err() == nil {
-		crds := &apiextensionsv1.CustomResourceDefinitionList{}
-		if err := c.List(ctx, crds); err == nil {
-			for _, crd := range crds.Items {
-				if !operandKinds[crd.Spec.Names.Kind] {
-					continue
-				}
-				for _, v := range crd.Spec.Versions {
-					if v.Storage {
-						markAvailable(ctx, c, crd.Spec.Group, v.Name, crd.Spec.Names.Kind, v.Subresources != nil && v.Subresources.Status != nil)
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func markAvailable(ctx context.Context, c client.Client, group, version, kind string, subresource bool) {
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(group + "/" + version)
-	list.SetKind(kind + "List")
-	if err := c.List(ctx, list); err != nil {
-		return
-	}
-	now := metav1.Now().UTC().Format(time.RFC3339)
-	for i := range list.Items {
-		u := &list.Items[i]
-		if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conds) > 0 {
-			continue
-		}
-		cond := func(t, s string) map[string]any {
-			return map[string]any{"type": t, "status": s, "reason": "Test", "message": "test operator", "lastTransitionTime": now}
-		}
-		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{
-			cond("Available", "True"), cond("Progressing", "False"), cond("Degraded", "False")}}})
-		if subresource {
-			_ = c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
-		} else {
-			_ = c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
-		}
-	}
 }

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/safebuffer"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,6 +35,8 @@ import (
 	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/operandsim"
+	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/receiver"
 )
 
@@ -136,7 +136,7 @@ func TestControllerBinary(t *testing.T) {
 			t.Logf("converge-controller output (tail):\n%s", tail(logs.String(), 60))
 		}
 	})
-	go operate(ctx, c)
+	go operandsim.Run(ctx, c)
 
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncKey.Namespace}},
@@ -307,59 +307,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// operandKinds are the kinds whose health rule is "conditions".
-var operandKinds = map[string]bool{"KubeVirt": true, "CDI": true, "NetworkAddonsConfig": true, "SSP": true,
-	"HostPathProvisioner": true, "AAQ": true, "MigController": true, "FileRestoreOperator": true}
-
-// operate plays the operators (none runs on a bare API server): every
-// 200ms it marks each operand CR without conditions Available, so the
-// health gates open.
-func operate(ctx context.Context, c client.Client) {
-	for ctx.Err() == nil {
-		crds := &apiextensionsv1.CustomResourceDefinitionList{}
-		if err := c.List(ctx, crds); err == nil {
-			for _, crd := range crds.Items {
-				if !operandKinds[crd.Spec.Names.Kind] {
-					continue
-				}
-				for _, v := range crd.Spec.Versions {
-					if v.Storage {
-						markAvailable(ctx, c, crd.Spec.Group+"/"+v.Name, crd.Spec.Names.Kind, v.Subresources != nil && v.Subresources.Status != nil)
-					}
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func markAvailable(ctx context.Context, c client.Client, apiVersion, kind string, subresource bool) {
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(apiVersion)
-	list.SetKind(kind + "List")
-	if err := c.List(ctx, list); err != nil {
-		return
-	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	cond := func(t, s string) map[string]any {
-		return map[string]any{"type": t, "status": s, "reason": "Test", "message": "test operator", "lastTransitionTime": now}
-	}
-	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{
-		cond("Available", "True"), cond("Progressing", "False"), cond("Degraded", "False")}}})
-	for i := range list.Items {
-		u := &list.Items[i]
-		if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conds) > 0 {
-			continue
-		}
-		if subresource {
-			_ = c.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
-		} else {
-			_ = c.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
-		}
-	}
 }

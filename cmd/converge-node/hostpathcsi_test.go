@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/safebuffer"
-
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 )
 

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/safebuffer"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +24,7 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/safebuffer"
 )
 
 // fakeController plays converge-controller's part in the reconcile

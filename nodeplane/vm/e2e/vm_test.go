@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/converge-dev/converge/internal/safebuffer"
-
 	"github.com/converge-dev/converge/nodeplane/vm/e2e"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
