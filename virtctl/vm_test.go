@@ -109,8 +109,13 @@ func TestRunStrategy(t *testing.T) {
 						if s.recreated != (vmi.UID != uid && uid != "") {
 							return false
 						}
-						if vmi.Annotations[domain.RunStrategyAnnotation] != string(vm.Status.RunStrategy) ||
-							vmi.Labels["app"] != tt.name || !metav1.IsControlledBy(vmi, vm) {
+						// The VMI can be seen before the VM's status
+						// (which names the strategy) is written: wait for
+						// both to agree rather than fail on the window.
+						if vmi.Annotations[domain.RunStrategyAnnotation] != string(vm.Status.RunStrategy) {
+							return false
+						}
+						if vmi.Labels["app"] != tt.name || !metav1.IsControlledBy(vmi, vm) {
 							t.Fatalf("step %d: VMI %s: annotation %q, labels %v, owners %v", i, tt.name,
 								vmi.Annotations[domain.RunStrategyAnnotation], vmi.Labels, vmi.OwnerReferences)
 						}
