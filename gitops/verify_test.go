@@ -12,13 +12,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// gpgKey is an OpenPGP key made with the real gpg in a temporary GNUPGHOME.
-type gpgKey struct {
-	fpr     string // fingerprint, for user.signingkey
-	keyID   string // last 16 hex digits
-	armored []byte // exported public key
-}
-
 func runCmd(t *testing.T, dir string, env []string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
@@ -29,42 +22,6 @@ func runCmd(t *testing.T, dir string, env []string, name string, args ...string)
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// newGPGHome makes a GNUPGHOME for the test, sets it in the environment
-// (git runs gpg with it) and stops its gpg-agent at the end.
-func newGPGHome(t *testing.T) string {
-	t.Helper()
-	home, err := os.MkdirTemp("", "gpg-") // short: the agent's socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GNUPGHOME", home)
-	t.Cleanup(func() {
-		_ = exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run()
-		os.RemoveAll(home)
-	})
-	return home
-}
-
-func newGPGKey(t *testing.T, home, uid string) gpgKey {
-	t.Helper()
-	runCmd(t, home, nil, "gpg", "--homedir", home, "--batch", "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never")
-	var k gpgKey
-	for _, line := range strings.Split(runCmd(t, home, nil, "gpg", "--homedir", home, "--with-colons", "--list-keys", uid), "\n") {
-		if f := strings.Split(line, ":"); f[0] == "fpr" && k.fpr == "" {
-			k.fpr = f[9]
-		}
-	}
-	if len(k.fpr) != 40 {
-		t.Fatalf("no fingerprint for %s", uid)
-	}
-	k.keyID = k.fpr[24:]
-	k.armored = []byte(runCmd(t, home, nil, "gpg", "--homedir", home, "--armor", "--export", k.fpr))
-	return k
 }
 
 // newSigningSSHKey makes an ed25519 key file with ssh-keygen and returns its
@@ -80,8 +37,8 @@ func newSigningSSHKey(t *testing.T, dir, name string) (path string, pub []byte) 
 	return path, pub
 }
 
-func pgpSigning(k gpgKey) []string {
-	return []string{"-c", "gpg.program=gpg", "-c", "user.signingkey=" + k.fpr}
+func pgpSigning(k gitserver.GPGKey) []string {
+	return []string{"-c", "gpg.program=gpg", "-c", "user.signingkey=" + k.Fingerprint}
 }
 
 func sshSigning(keyFile string) []string {
@@ -105,19 +62,19 @@ func sshSigning(keyFile string) []string {
 type signedRepo struct {
 	url     string
 	commits map[string]string // branch -> commit
-	alice   gpgKey
-	mallory gpgKey
+	alice   gitserver.GPGKey
+	mallory gitserver.GPGKey
 	bobPub  []byte
 	evePub  []byte
 }
 
 func newSignedRepo(t *testing.T) *signedRepo {
 	t.Helper()
-	home := newGPGHome(t)
+	home := gitserver.NewGPGHome(t)
 	keys := t.TempDir()
 	s := &signedRepo{commits: map[string]string{}}
-	s.alice = newGPGKey(t, home, "Alice <alice@example.com>")
-	s.mallory = newGPGKey(t, home, "Mallory <mallory@example.com>")
+	s.alice = gitserver.NewGPGKey(t, home, "Alice <alice@example.com>")
+	s.mallory = gitserver.NewGPGKey(t, home, "Mallory <mallory@example.com>")
 	bob, bobPub := newSigningSSHKey(t, keys, "bob")
 	eve, evePub := newSigningSSHKey(t, keys, "eve")
 	s.bobPub, s.evePub = bobPub, evePub
@@ -167,7 +124,7 @@ func newSignedRepo(t *testing.T) *signedRepo {
 
 func TestVerify(t *testing.T) {
 	s := newSignedRepo(t)
-	trusted := map[string][]byte{"alice.asc": s.alice.armored, "bob.pub": s.bobPub}
+	trusted := map[string][]byte{"alice.asc": s.alice.Armored, "bob.pub": s.bobPub}
 	mode := func(m string) *Verification {
 		v, err := VerificationFromSecret(m, trusted)
 		if err != nil {
@@ -187,23 +144,23 @@ func TestVerify(t *testing.T) {
 		want []string
 	}{
 		{"OpenPGP-signed HEAD", Ref{Branch: "pgp"}, mode("HEAD"), true,
-			[]string{"commit " + s.commits["pgp"], "OpenPGP key " + s.alice.keyID, "alice.asc"}},
+			[]string{"commit " + s.commits["pgp"], "OpenPGP key " + s.alice.KeyID, "alice.asc"}},
 		{"SSH-signed HEAD", Ref{Branch: "ssh"}, mode("head"), true,
 			[]string{"commit " + s.commits["ssh"], "SSH key " + bobFP, "bob.pub"}},
 		{"unsigned HEAD", Ref{Branch: "main"}, mode("HEAD"), false,
-			[]string{"commit " + s.commits["main"], "is not signed", s.alice.keyID, bobFP}},
+			[]string{"commit " + s.commits["main"], "is not signed", s.alice.KeyID, bobFP}},
 		{"unknown OpenPGP key", Ref{Branch: "pgp-unknown"}, mode("HEAD"), false,
-			[]string{"commit " + s.commits["pgp-unknown"], "OpenPGP key " + s.mallory.keyID, "not trusted", s.alice.keyID + " (alice.asc)"}},
+			[]string{"commit " + s.commits["pgp-unknown"], "OpenPGP key " + s.mallory.KeyID, "not trusted", s.alice.KeyID + " (alice.asc)"}},
 		{"unknown SSH key", Ref{Branch: "ssh-unknown"}, mode("HEAD"), false,
 			[]string{"commit " + s.commits["ssh-unknown"], "SSH key " + eveFP, "not trusted", bobFP + " (bob.pub)"}},
 		{"forged OpenPGP signature", Ref{Branch: "forged-pgp"}, mode("HEAD"), false,
-			[]string{"commit " + s.commits["forged-pgp"], "invalid OpenPGP signature by key " + s.alice.keyID}},
+			[]string{"commit " + s.commits["forged-pgp"], "invalid OpenPGP signature by key " + s.alice.KeyID}},
 		{"forged SSH signature", Ref{Branch: "forged-ssh"}, mode("HEAD"), false,
 			[]string{"commit " + s.commits["forged-ssh"], "invalid SSH signature by key " + bobFP}},
 		{"commit ref", Ref{Commit: s.commits["ssh"]}, mode("HEAD"), true, []string{"commit " + s.commits["ssh"]}},
 		{"SSH-signed tag", Ref{Tag: "v1.0.0"}, mode("Tag"), true, []string{`tag "v1.0.0"`, "SSH key " + bobFP}},
 		{"OpenPGP-signed tag and HEAD", Ref{Tag: "v1.1.0"}, mode("TagAndHEAD"), true,
-			[]string{`tag "v1.1.0"`, "commit " + s.commits["pgp"], "OpenPGP key " + s.alice.keyID}},
+			[]string{`tag "v1.1.0"`, "commit " + s.commits["pgp"], "OpenPGP key " + s.alice.KeyID}},
 		{"signed tag, unsigned HEAD", Ref{Tag: "v1.0.0"}, mode("TagAndHEAD"), false,
 			[]string{"commit " + s.commits["main"], "is not signed"}},
 		{"unsigned annotated tag", Ref{Tag: "v0.9.0"}, mode("Tag"), false, []string{`tag "v0.9.0"`, "is not signed"}},
@@ -211,7 +168,7 @@ func TestVerify(t *testing.T) {
 		{"tag signed by unknown key", Ref{Tag: "v1.2.0"}, mode("Tag"), false, []string{`tag "v1.2.0"`, eveFP, "not trusted"}},
 		{"semver picks a tag, Tag mode", Ref{SemVer: "~1.1"}, mode("Tag"), true, []string{`tag "v1.1.0"`}},
 		{"Tag mode on a branch", Ref{Branch: "pgp"}, mode("Tag"), false, []string{"needs a tag or semver ref", `branch "pgp"`}},
-		{"only OpenPGP keys for an SSH signature", Ref{Branch: "ssh"}, &Verification{OpenPGPKeys: map[string][]byte{"alice.asc": s.alice.armored}}, false,
+		{"only OpenPGP keys for an SSH signature", Ref{Branch: "ssh"}, &Verification{OpenPGPKeys: map[string][]byte{"alice.asc": s.alice.Armored}}, false,
 			[]string{"SSH key " + bobFP, "not trusted"}},
 	}
 	for _, tc := range cases {

@@ -17,62 +17,14 @@ import (
 	"github.com/converge-dev/converge/internal/gitserver"
 )
 
-// The helpers below make OpenPGP keys and signed commits with the real
-// gpg, as gitops/verify_test.go does (copied: test files cannot be
-// imported).
-
-// gpgKey is an OpenPGP key made with gpg in a temporary GNUPGHOME.
-type gpgKey struct {
-	fpr     string // fingerprint, for user.signingkey
-	keyID   string // its last 16 hex digits
-	armored []byte // the exported public key
-}
-
-func runCmd(t *testing.T, dir, name string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitserver.Env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newGPGKey makes an ed25519 signing key for uid in a fresh GNUPGHOME,
-// which it sets in the environment for the rest of the test (git runs
-// gpg with it); the gpg-agent is stopped at the end.
-func newGPGKey(t *testing.T, uid string) gpgKey {
+// newGPGKey makes an ed25519 signing key for uid in a fresh GNUPGHOME
+// (gitserver.NewGPGHome); it skips the test when gpg is not installed.
+func newGPGKey(t *testing.T, uid string) gitserver.GPGKey {
 	t.Helper()
 	if _, err := exec.LookPath("gpg"); err != nil {
 		t.Skip("gpg is not installed")
 	}
-	home, err := os.MkdirTemp("", "gpg-") // short: the agent's socket path is limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GNUPGHOME", home)
-	t.Cleanup(func() {
-		_ = exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run()
-		os.RemoveAll(home)
-	})
-	runCmd(t, home, "gpg", "--homedir", home, "--batch", "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never")
-	var k gpgKey
-	for _, line := range strings.Split(runCmd(t, home, "gpg", "--homedir", home, "--with-colons", "--list-keys", uid), "\n") {
-		if f := strings.Split(line, ":"); f[0] == "fpr" && k.fpr == "" {
-			k.fpr = f[9]
-		}
-	}
-	if len(k.fpr) != 40 {
-		t.Fatalf("no fingerprint for %s", uid)
-	}
-	k.keyID = k.fpr[24:]
-	k.armored = []byte(runCmd(t, home, "gpg", "--homedir", home, "--armor", "--export", k.fpr))
-	return k
+	return gitserver.NewGPGKey(t, gitserver.NewGPGHome(t), uid)
 }
 
 // edit returns the content of file in repo with old replaced by new once.
@@ -115,11 +67,11 @@ func testVerification(t *testing.T, e *testEnv) {
 	alice := newGPGKey(t, "Alice <alice@example.com>")
 	repo := gitserver.NewRepo(t, filepath.Dir(e.repo.Dir), "signed", "main")
 	gitserver.Git(t, repo.Dir, "config", "gpg.program", "gpg")
-	gitserver.Git(t, repo.Dir, "config", "user.signingkey", alice.fpr)
+	gitserver.Git(t, repo.Dir, "config", "user.signingkey", alice.Fingerprint)
 	repo.CopyDir(t, filepath.Join("..", "testdata", "example"), ".")
 	signed := "main@sha1:" + repo.Commit(t, "signed example", nil, "-S")
 	e.create(t, e.c1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "signing-keys"},
-		Data: map[string][]byte{"alice.asc": alice.armored}})
+		Data: map[string][]byte{"alice.asc": alice.Armored}})
 	key := e.sync(t, "verified", func(s *v1alpha1.Sync) {
 		toCluster2(s)
 		s.Spec.Source.URL = e.git.RepoURL(repo)
@@ -128,8 +80,8 @@ func testVerification(t *testing.T, e *testEnv) {
 	s, d := e.wait(t, key, time.Minute, "signed revision applied", readyAt(signed))
 	t.Logf("signed commit verified and applied in %s", d)
 	if c := condition(s, v1alpha1.SourceVerifiedCondition); c.Status != metav1.ConditionTrue ||
-		!strings.Contains(c.Message, "OpenPGP key "+alice.keyID) || !strings.Contains(c.Message, "alice.asc") {
-		t.Errorf("SourceVerified = %+v, want True naming OpenPGP key %s (alice.asc)", c, alice.keyID)
+		!strings.Contains(c.Message, "OpenPGP key "+alice.KeyID) || !strings.Contains(c.Message, "alice.asc") {
+		t.Errorf("SourceVerified = %+v, want True naming OpenPGP key %s (alice.asc)", c, alice.KeyID)
 	}
 	if v := migrations(t, e); v != 5 {
 		t.Fatalf("KubeVirt parallelMigrationsPerCluster = %d after the signed commit, want 5", v)
