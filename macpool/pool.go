@@ -68,11 +68,13 @@ type InUseError struct {
 	Pending bool
 }
 
-// Error gives "MAC <mac> is already in use by VirtualMachine <ns/name>"
-// (or "reserved for …" when the holder's admission is in flight).
+// Error gives "MAC <mac> is already in use by VirtualMachine <ns/name>",
+// with " (admission in progress)" when the holder is reserved but not
+// stored yet: the same words either way, so a refusal reads the same
+// whether or not the informer has seen the holder.
 func (e *InUseError) Error() string {
 	if e.Pending {
-		return fmt.Sprintf("MAC %s is already in use: reserved for VirtualMachine %s (admission in progress)", e.MAC, e.Holder)
+		return fmt.Sprintf("MAC %s is already in use by VirtualMachine %s (admission in progress)", e.MAC, e.Holder)
 	}
 	return fmt.Sprintf("MAC %s is already in use by VirtualMachine %s", e.MAC, e.Holder)
 }
