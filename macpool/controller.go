@@ -22,6 +22,10 @@ type Options struct {
 	// Zero means the range recorded on the reservations ConfigMap, or a new
 	// RandomRange recorded there on first start.
 	Range Range
+	// RangeSource, when set, is asked for the range at Start instead of
+	// Range (e.g. NetworkAddonsConfigRange, which reads it from the
+	// cluster); a zero result falls back as for a zero Range.
+	RangeSource func(context.Context) (Range, error)
 	// ConfigMap keeps the in-flight reservations and the range.
 	ConfigMap types.NamespacedName
 	// ReservationTTL is how long a reservation lasts when no stored
@@ -109,7 +113,19 @@ func New(c client.Client, informers cache.Informers, o Options) (*Controller, er
 // informer does not sync.
 func (ctl *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("macpool")
-	r, reservations, err := ctl.store.load(ctx, ctl.o.Range)
+	want := ctl.o.Range
+	if ctl.o.RangeSource != nil {
+		var err error
+		if want, err = ctl.o.RangeSource(ctx); err != nil {
+			return err
+		}
+		if !want.IsZero() {
+			if err := want.Validate(); err != nil {
+				return err
+			}
+		}
+	}
+	r, reservations, err := ctl.store.load(ctx, want)
 	if err != nil {
 		return err
 	}

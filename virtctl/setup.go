@@ -3,12 +3,8 @@ package virtctl
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/converge-dev/converge/internal/crdwait"
 )
 
 // CRDNames are the CRDs the controllers watch; Setup waits for them.
@@ -33,12 +31,8 @@ var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		log := ctrl.Log.WithName("virtctl")
-		for !crdsEstablished(ctx, mgr.GetAPIReader()) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.CRDPoll):
-			}
+		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, CRDNames...) {
+			return nil
 		}
 		log.Info("VirtualMachine CRDs established; starting the VM controller and scheduler")
 		if err := register(mgr, opts); err != nil {
@@ -47,30 +41,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		<-ctx.Done()
 		return nil
 	}))
-}
-
-// crdsEstablished reports whether every CRD in CRDNames has condition
-// Established=True.
-func crdsEstablished(ctx context.Context, r client.Reader) bool {
-	for _, name := range CRDNames {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-		if err := r.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-			return false
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		ok := false
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Established" && m["status"] == "True" {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // register builds both controllers (also after mgr started: they start

@@ -42,6 +42,7 @@ import (
 	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/gitops"
 	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/macpool"
 	"github.com/converge-dev/converge/metrics"
 	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
@@ -73,6 +74,19 @@ func (w webhookFlags) endpoint() (*admission.Endpoint, error) {
 		return &admission.Endpoint{URL: w.url}, nil
 	}
 	return nil, nil
+}
+
+// namespace gives the namespace of the webhook Secret (and the MAC pool's
+// ConfigMap): --webhook-secret-namespace, else the Service's, else
+// default.
+func (w webhookFlags) namespace() string {
+	switch {
+	case w.secretNamespace != "":
+		return w.secretNamespace
+	case w.serviceNS != "":
+		return w.serviceNS
+	}
+	return "default"
 }
 
 // hosts gives the names the serving certificate covers: the Service's DNS
@@ -109,7 +123,12 @@ func run() error {
 		depRequeue   time.Duration
 		wh           webhookFlags
 		virt         bool
+		mp           macPoolFlags
 	)
+	flag.BoolVar(&mp.enabled, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
+	flag.StringVar(&mp.configMap, "mac-pool-configmap", "converge-macpool", "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
+	flag.DurationVar(&mp.recheck, "mac-pool-range-check", 30*time.Second, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
+	mp.crdPoll = 5 * time.Second
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
@@ -148,7 +167,7 @@ func run() error {
 	if wh.enabled {
 		whOpts := webhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: []func(*tls.Config){disableHTTP2}}
 		if wh.certDir == "" {
-			if certs, err = newCertManager(restCfg, wh); err != nil {
+			if certs, err = newCertManager(restCfg, wh, mp.enabled); err != nil {
 				return err
 			}
 			whOpts.TLSOpts = append(whOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
@@ -222,6 +241,14 @@ func run() error {
 		if err := setupWebhook(mgr, engine, *ep, certs, localFacts); err != nil {
 			return err
 		}
+	}
+	switch {
+	case mp.enabled && wh.enabled:
+		if err := setupMACPool(mgr, mp, wh.namespace(), *ep, certs); err != nil {
+			return err
+		}
+	case mp.enabled:
+		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
@@ -304,29 +331,26 @@ func disableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 // newCertManager gives the webhookcert.Manager of the serving certificate,
 // with HCO's certConfig default lifetimes, reading and writing straight
 // through the API server (not the manager's cache).
-func newCertManager(cfg *rest.Config, wh webhookFlags) (*webhookcert.Manager, error) {
+func newCertManager(cfg *rest.Config, wh webhookFlags, macPool bool) (*webhookcert.Manager, error) {
 	hosts, err := wh.hosts()
 	if err != nil {
 		return nil, err
-	}
-	ns := wh.secretNamespace
-	if ns == "" {
-		ns = wh.serviceNS
-	}
-	if ns == "" {
-		ns = "default"
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, err
 	}
+	targets := []webhookcert.Target{
+		{Kind: webhookcert.ValidatingWebhook, Name: admission.ConfigurationName},
+		{Kind: webhookcert.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
+	}
+	if macPool {
+		targets = append(targets, webhookcert.Target{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName})
+	}
 	return webhookcert.New(c, webhookcert.Options{
-		Secret: types.NamespacedName{Namespace: ns, Name: wh.secretName},
-		Hosts:  hosts,
-		Targets: []webhookcert.Target{
-			{Kind: webhookcert.ValidatingWebhook, Name: admission.ConfigurationName},
-			{Kind: webhookcert.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
-		},
+		Secret:     types.NamespacedName{Namespace: wh.namespace(), Name: wh.secretName},
+		Hosts:      hosts,
+		Targets:    targets,
 		CAName:     "converge-webhook-ca",
 		FieldOwner: "converge-webhookcert",
 	})

@@ -37,6 +37,7 @@ import (
 	"github.com/converge-dev/converge/internal/gitserver"
 	"github.com/converge-dev/converge/internal/operandsim"
 	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/macpool"
 	"github.com/converge-dev/converge/receiver"
 )
 
@@ -51,7 +52,8 @@ var (
 // loopback ports: it reconciles a Sync of a real Git server to Ready,
 // registers the hco-webhook (with the CA of the certificate it issued)
 // that then refuses an invalid HyperConverged, serves v1beta1 through its
-// /convert webhook, exposes the Sync's metrics on /metrics, applies a new
+// /convert webhook, gives VirtualMachine NICs MACs from the
+// NetworkAddonsConfig range through its MAC pool webhook, exposes the Sync's metrics on /metrics, applies a new
 // commit when its receiver gets a signed push, and exits 0 on SIGTERM.
 func TestControllerBinary(t *testing.T) {
 	bin, err := controlplane.BinDir()
@@ -187,6 +189,56 @@ func TestControllerBinary(t *testing.T) {
 		u.SetKind("HyperConverged")
 		return c.Get(ctx, hcKey, u) == nil && u.GetAPIVersion() == "hco.kubevirt.io/v1beta1"
 	})
+
+	// The MAC pool: once the Sync installed the VirtualMachine CRD and the
+	// NetworkAddonsConfig, a VM NIC without a MAC gets one from the
+	// NetworkAddonsConfig's kubeMacPool range (the example HC's
+	// kubeMacPoolConfiguration), and the same MAC given by a user to
+	// another VM is refused.
+	vmWithNIC := func(name, mac string) *unstructured.Unstructured {
+		nic := map[string]any{"name": "default", "bridge": map[string]any{}}
+		if mac != "" {
+			nic["macAddress"] = mac
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+			"metadata": map[string]any{"namespace": syncKey.Namespace, "name": name},
+			"spec": map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{
+				"domain":   map[string]any{"devices": map[string]any{"interfaces": []any{nic}}},
+				"networks": []any{map[string]any{"name": "default", "pod": map[string]any{}}},
+			}}},
+		}}
+	}
+	nicMAC := func(vm *unstructured.Unstructured) string {
+		nics, _, _ := unstructured.NestedSlice(vm.Object, "spec", "template", "spec", "domain", "devices", "interfaces")
+		if len(nics) == 0 {
+			return ""
+		}
+		m, _ := nics[0].(map[string]any)["macAddress"].(string)
+		return m
+	}
+	var vm1 *unstructured.Unstructured
+	controlplane.Eventually(t, time.Minute, func() bool {
+		vm1 = vmWithNIC("vm1", "")
+		return c.Create(ctx, vm1, client.DryRunAll) == nil && nicMAC(vm1) != ""
+	})
+	vm1 = vmWithNIC("vm1", "")
+	if err := c.Create(ctx, vm1); err != nil {
+		t.Fatal(err)
+	}
+	if got := nicMAC(vm1); !strings.HasPrefix(got, "02:00:00:00:") {
+		t.Errorf("VM NIC got MAC %q, want one in the NetworkAddonsConfig range 02:00:00:00:00:00–02:00:00:00:ff:ff", got)
+	}
+	err = c.Create(ctx, vmWithNIC("vm2", nicMAC(vm1)))
+	if err == nil || !strings.Contains(err.Error(), "is already in use by VirtualMachine converge/vm1") {
+		t.Errorf("a VM given vm1's MAC: %v, want it refused naming vm1", err)
+	}
+	pool := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "converge-macpool"}, pool); err != nil {
+		t.Errorf("the MAC pool's ConfigMap: %v", err)
+	} else if s, e := pool.Annotations[macpool.RangeStartAnnotation], pool.Annotations[macpool.RangeEndAnnotation]; s != "02:00:00:00:00:00" || e != "02:00:00:00:ff:ff" {
+		t.Errorf("the MAC pool's ConfigMap records the range %q–%q, want the NetworkAddonsConfig's", s, e)
+	}
 
 	// /metrics serves the Sync's series.
 	metrics := httpGet(t, "http://"+addr("metrics")+"/metrics")
