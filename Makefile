@@ -44,9 +44,11 @@ test: controlplane $(BIN)/cue cni
 	$(GO) vet ./...
 	PATH=$(BIN):$$PATH $(GO) test -count=1 ./...
 
-## bench: render and apply benchmarks against a local API server
+## bench: render and apply against a local API server; MAC allocations/s
+## (pool alone, and VM creations with and without the MAC pool webhook)
 bench: controlplane
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
 
 clean:
 	rm -rf $(BIN)
