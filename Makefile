@@ -45,10 +45,12 @@ test: controlplane $(BIN)/cue cni
 	PATH=$(BIN):$$PATH $(GO) test -count=1 ./...
 
 ## bench: render and apply against a local API server; MAC allocations/s
-## (pool alone, and VM creations with and without the MAC pool webhook)
-bench: controlplane
+## (pool alone, and VM creations with and without the MAC pool webhook);
+## CNI ADD+DEL through converge next to the bridge plugin alone (root)
+bench: controlplane cni
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
 
 clean:
 	rm -rf $(BIN)

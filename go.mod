@@ -45,6 +45,12 @@ require (
 )
 
 require (
+	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
+	github.com/miekg/dns v1.1.68 // indirect
+	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.0.0 // indirect
+)
+
+require (
 	cuelabs.dev/go/oci/ociregistry v0.0.0-20260601085548-328ff8e2c943 // indirect
 	dario.cat/mergo v1.0.0 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
@@ -152,7 +158,7 @@ require (
 	k8s.io/component-base v0.37.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kubectl v0.37.0 // indirect
-	kubevirt.io/containerized-data-importer-api v1.60.3-0.20241105012228-50fbed985de9 // indirect
+	kubevirt.io/containerized-data-importer-api v1.62.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.0.0-20220329064328-f3cc58c6ed90 // indirect
 	libvirt.org/go/libvirt v1.10009.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect

@@ -27,6 +27,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/gitops"
 	"github.com/converge-dev/converge/graph"
@@ -124,7 +126,9 @@ func run() error {
 		wh           webhookFlags
 		virt         bool
 		mp           macPoolFlags
+		dataVolumes  bool
 	)
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller role: DataVolume → PVC, phases and the import node choice (starts once the DataVolume CRD is installed; converge-node cdi-importer imports)")
 	flag.BoolVar(&mp.enabled, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
 	flag.StringVar(&mp.configMap, "mac-pool-configmap", "converge-macpool", "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.recheck, "mac-pool-range-check", 30*time.Second, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -228,6 +232,11 @@ func run() error {
 			return err
 		}
 	}
+	if dataVolumes {
+		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
+			return err
+		}
+	}
 	if err := addReceiver(mgr, receiverAddr, r); err != nil {
 		return err
 	}
@@ -254,7 +263,8 @@ func run() error {
 }
 
 // newScheme knows the client-go types, converge.dev/v1alpha1 and
-// kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for virtctl).
+// kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for virtctl) and
+// cdi.kubevirt.io/v1beta1 (DataVolume).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -264,6 +274,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := kubevirtv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := cdiv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -23,6 +23,15 @@
 //	deleting                          shut off                  undefine → Removed (the finalizer may go)
 //	deleting                          absent                    → Removed
 //
+// With Options.Networks set, the VMI's NICs on networks the node plumbs
+// itself (CNI bridge networks, nodeplane/netattach) are set up before the
+// domain is defined (CNI ADD; a failure leaves the VMI Scheduled, not
+// Ready, reason NetworkSetupFailed, and is retried), bound to the VM's taps
+// once the domain runs (Plumb), verified and repaired for a domain found
+// running by a restarted agent (Check), and torn down once the domain is
+// gone (Teardown: CNI DEL, namespace removal). A VMI being deleted is
+// reported Removed only after its teardown succeeded, so nothing leaks.
+//
 // A domain carrying converge's metadata (domain.Metadata) that no VMI
 // claims, by name and UID, is an orphan: it is shut down (OrphanGracePeriod),
 // destroyed and undefined. Domains without converge's metadata are never
@@ -46,6 +55,28 @@ import (
 	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
 )
 
+// NetworkSetup attaches a VMI's NICs to networks the node plumbs itself
+// (nodeplane/netattach implements it with CNI). Every method is
+// idempotent and names the VMI in its errors.
+type NetworkSetup interface {
+	// Setup runs before the domain is defined (CNI ADD). It gives the tap
+	// of each interface it handles, keyed by the network's name
+	// (spec.networks[].name); the other interfaces go to
+	// domain.Options.ResolveBridge.
+	Setup(vmi *kubevirtv1.VirtualMachineInstance) (map[string]domain.Tap, error)
+	// Plumb runs once the domain started by this agent runs: it joins the
+	// taps with their networks.
+	Plumb(vmi *kubevirtv1.VirtualMachineInstance) error
+	// Check runs for a running domain this agent did not start (after an
+	// agent restart): it verifies what Setup and Plumb made, and makes
+	// what is missing.
+	Check(vmi *kubevirtv1.VirtualMachineInstance) error
+	// Teardown runs once the VMI's domain is gone: it releases everything
+	// Setup and Plumb made (CNI DEL, the VMI's network namespace). The VMI
+	// may be gone from the API: only its identity is given.
+	Teardown(namespace, name string, uid types.UID) error
+}
+
 // Options configure an Agent. Start from DefaultOptions.
 type Options struct {
 	// NodeName is reported in status.nodeName. VMIs whose status.nodeName
@@ -66,6 +97,9 @@ type Options struct {
 	Now func() time.Time
 	// Log receives one line per action taken.
 	Log logr.Logger
+	// Networks, when set, plumbs the NICs on the node's own networks; nil
+	// leaves every NIC to Domain.ResolveBridge.
+	Networks NetworkSetup
 }
 
 // DefaultOptions gives the options for node: domain.DefaultOptions(), 30 s
@@ -88,6 +122,8 @@ type Agent struct {
 	hv        hypervisor.Hypervisor
 	opts      Options
 	shutdowns map[string]time.Time // domain name -> destroy deadline
+	plumbed   map[string]types.UID // domain name -> VMI whose networks are plumbed or checked
+	tornDown  map[types.UID]bool   // VMIs whose networks were torn down since the domain went
 }
 
 // New gives an agent driving hv with opts.
@@ -98,7 +134,7 @@ func New(hv hypervisor.Hypervisor, opts Options) *Agent {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Agent{hv: hv, opts: opts, shutdowns: map[string]time.Time{}}
+	return &Agent{hv: hv, opts: opts, shutdowns: map[string]time.Time{}, plumbed: map[string]types.UID{}, tornDown: map[types.UID]bool{}}
 }
 
 // Report is the outcome for one VMI: the status the agent computed (the
@@ -189,12 +225,25 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 			continue
 		}
 		res.Orphans = append(res.Orphans, d.Name)
-		if _, _, err := a.stop(d, a.opts.OrphanGracePeriod, &res); err != nil {
+		gone, _, err := a.stop(d, a.opts.OrphanGracePeriod, &res)
+		if err != nil {
 			res.Errors = append(res.Errors, fmt.Errorf("orphan domain %s: %w", d.Name, err))
 			res.after(a.opts.RetryAfter)
 		}
+		if m, _ := metadataOf(d); gone {
+			a.teardown(m.Namespace, m.Name, types.UID(m.UID), d.Name, &res)
+		}
 	}
 	sort.Strings(res.Orphans)
+	listed := map[types.UID]bool{}
+	for _, vmi := range vmis {
+		listed[vmi.UID] = true
+	}
+	for uid := range a.tornDown {
+		if !listed[uid] {
+			delete(a.tornDown, uid) // forget VMIs gone from the source
+		}
+	}
 	return res
 }
 
@@ -217,8 +266,8 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			}
 		})
 		if !exists {
-			rep.Removed = deleting
 			delete(a.shutdowns, name)
+			rep.Removed = deleting && a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
 			return rep
 		}
 		grace := a.gracePeriod(vmi)
@@ -232,7 +281,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			return rep
 		}
 		if gone {
-			rep.Removed = deleting
+			rep.Removed = deleting && a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
 			if deleting && !final {
 				a.setPhase(&rep.Status, stoppedPhase(last), string(last.Reason))
 			}
@@ -242,12 +291,31 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 
 	if !exists {
 		if started(vmi.Status.Phase) {
+			a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
 			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 				a.fail(st, "DomainVanished", fmt.Sprintf("domain %s vanished while the VMI ran", name))
 			})
 		}
-		built, err := domain.Build(vmi, a.opts.Domain)
+		dopts := a.opts.Domain
+		if a.opts.Networks != nil {
+			taps, err := a.opts.Networks.Setup(vmi)
+			if err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
+				res.after(a.opts.RetryAfter)
+				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+					a.setPhase(st, kubevirtv1.Scheduled, "")
+					a.setReady(st, false, "NetworkSetupFailed", err.Error())
+				})
+			}
+			delete(a.tornDown, vmi.UID)
+			dopts.ResolveTap = func(_ string, n kubevirtv1.Network) (domain.Tap, bool, error) {
+				t, ok := taps[n.Name]
+				return t, ok, nil
+			}
+		}
+		built, err := domain.Build(vmi, dopts)
 		if err != nil {
+			a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
 			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 				a.setCondition(st, kubevirtv1.VirtualMachineInstanceSynchronized, false, "Unsupported", err.Error())
 				a.fail(st, "Unsupported", err.Error())
@@ -273,6 +341,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 		}
 	}
 
+	startedHere := false
 	if d.State == hypervisor.Shutoff && d.Reason == hypervisor.ReasonNone && !started(vmi.Status.Phase) {
 		if err := a.hv.Start(name); err != nil {
 			res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
@@ -283,6 +352,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			})
 		}
 		a.opts.Log.Info("started", "vmi", id, "domain", name)
+		startedHere = true
 		var err error
 		if d, err = a.hv.Lookup(name); err != nil {
 			res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
@@ -290,9 +360,59 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			return a.report(vmi, nil)
 		}
 	}
+	netErr := a.plumb(vmi, name, d, startedHere)
+	if netErr != nil {
+		res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, netErr))
+		res.after(a.opts.RetryAfter)
+	}
 	return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 		a.observe(st, vmi, d, res)
+		if netErr != nil && st.Phase == kubevirtv1.Running {
+			a.setReady(st, false, "NetworkNotReady", netErr.Error())
+		}
 	})
+}
+
+// plumb binds the VMI's networks once its domain runs: Plumb for a domain
+// this pass started, Check for one found running (an agent restart), once
+// per domain and VMI in the agent's life.
+func (a *Agent) plumb(vmi *kubevirtv1.VirtualMachineInstance, name string, d hypervisor.Domain, startedHere bool) error {
+	if a.opts.Networks == nil || a.plumbed[name] == vmi.UID {
+		return nil
+	}
+	if d.State != hypervisor.Running && d.State != hypervisor.Paused {
+		return nil
+	}
+	var err error
+	if startedHere {
+		err = a.opts.Networks.Plumb(vmi)
+	} else {
+		err = a.opts.Networks.Check(vmi)
+	}
+	if err != nil {
+		return err
+	}
+	a.plumbed[name] = vmi.UID
+	a.opts.Log.Info("networks plumbed", "vmi", vmi.Namespace+"/"+vmi.Name, "domain", name, "checked", !startedHere)
+	return nil
+}
+
+// teardown releases a VMI's networks once its domain is gone; it reports
+// whether that is done (always true without Options.Networks). Errors go
+// to res with a retry.
+func (a *Agent) teardown(namespace, vmiName string, uid types.UID, domainName string, res *Result) bool {
+	delete(a.plumbed, domainName)
+	if a.opts.Networks == nil || a.tornDown[uid] {
+		return true
+	}
+	if err := a.opts.Networks.Teardown(namespace, vmiName, uid); err != nil {
+		res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s/%s: %w", namespace, vmiName, err))
+		res.after(a.opts.RetryAfter)
+		return false
+	}
+	a.tornDown[uid] = true
+	a.opts.Log.Info("networks torn down", "vmi", namespace+"/"+vmiName, "uid", uid)
+	return true
 }
 
 // observe sets the status from a domain that exists.

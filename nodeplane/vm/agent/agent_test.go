@@ -404,3 +404,99 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// recordingNetworks is a NetworkSetup that records its calls and gives a
+// tap for every multus network; fail makes Setup fail. (The real one,
+// nodeplane/netattach, is tested with the CNI plugins in its package.)
+type recordingNetworks struct {
+	calls []string
+	fail  error
+}
+
+func (r *recordingNetworks) Setup(vmi *kubevirtv1.VirtualMachineInstance) (map[string]domain.Tap, error) {
+	r.calls = append(r.calls, "setup "+vmi.Name)
+	if r.fail != nil {
+		return nil, r.fail
+	}
+	taps := map[string]domain.Tap{}
+	for _, n := range vmi.Spec.Networks {
+		if n.Multus != nil {
+			taps[n.Name] = domain.Tap{Name: "cvt-" + vmi.Name, MTU: 1400}
+		}
+	}
+	return taps, nil
+}
+func (r *recordingNetworks) Plumb(vmi *kubevirtv1.VirtualMachineInstance) error {
+	r.calls = append(r.calls, "plumb "+vmi.Name)
+	return nil
+}
+func (r *recordingNetworks) Check(vmi *kubevirtv1.VirtualMachineInstance) error {
+	r.calls = append(r.calls, "check "+vmi.Name)
+	return nil
+}
+func (r *recordingNetworks) Teardown(_, name string, _ types.UID) error {
+	r.calls = append(r.calls, "teardown "+name)
+	return nil
+}
+
+// TestNetworkHooks: with Options.Networks, a VMI's networks are set up
+// before its domain is defined (the multus NIC becomes the tap Setup
+// gave, type ethernet with its MTU), plumbed once after start, checked
+// (not plumbed) by a restarted agent for the running domain, and torn
+// down before the deleted VMI is reported Removed. A failing Setup
+// defines nothing and leaves the VMI Scheduled, NetworkSetupFailed.
+func TestNetworkHooks(t *testing.T) {
+	hv, clk := privateNode(t), &clock{t: time.Unix(1000, 0)}
+	nets := &recordingNetworks{}
+	o := options(clk)
+	o.Networks = nets
+	vmi := newVMI("netvm", 30)
+	vmi.Spec.Domain.Devices.Interfaces = append(vmi.Spec.Domain.Devices.Interfaces, kubevirtv1.Interface{Name: "blue", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}})
+	vmi.Spec.Networks = append(vmi.Spec.Networks, kubevirtv1.Network{Name: "blue", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "blue-net"}}})
+	src := agent.NewStaticSource(vmi)
+	settle(t, agent.New(hv, o), src)
+	if got := strings.Join(nets.calls, ", "); got != "setup netvm, plumb netvm" {
+		t.Errorf("calls %q, want setup then plumb", got)
+	}
+	d, err := hv.Lookup("ns_netvm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.XML, `<interface type='ethernet'>`) || !strings.Contains(d.XML, `dev='cvt-netvm'`) || !strings.Contains(d.XML, `<mtu size='1400'/>`) {
+		t.Errorf("domain XML lacks the tap interface:\n%s", d.XML)
+	}
+
+	nets.calls = nil
+	second := agent.New(hv, o) // an agent restart
+	settle(t, second, src)
+	settle(t, second, src)
+	if got := strings.Join(nets.calls, ", "); got != "check netvm" {
+		t.Errorf("calls after restart %q, want one check", got)
+	}
+
+	nets.calls = nil
+	src.Delete("ns", "netvm", clk.now())
+	res := second.Reconcile(src.List())
+	if len(res.Reports) != 1 || !res.Reports[0].Removed {
+		t.Fatalf("delete: %+v", res)
+	}
+	if got := strings.Join(nets.calls, ", "); got != "teardown netvm" {
+		t.Errorf("calls on delete %q, want one teardown", got)
+	}
+
+	failing := &recordingNetworks{fail: errors.New("NetworkAttachmentDefinition ns/blue-net: not found")}
+	o.Networks = failing
+	vmi2 := vmi.DeepCopy()
+	vmi2.Name, vmi2.UID = "netfail", "uid-netfail"
+	src2 := agent.NewStaticSource(vmi2)
+	res = agent.New(hv, o).Reconcile(src2.List())
+	if len(res.Errors) != 1 || res.RequeueAfter == 0 {
+		t.Fatalf("failing setup: %+v", res)
+	}
+	if st := res.Reports[0].Status; st.Phase != kubevirtv1.Scheduled {
+		t.Errorf("phase %s, want Scheduled", st.Phase)
+	} else if s, r := ready(st); s != "False" || r != "NetworkSetupFailed" {
+		t.Errorf("Ready %s/%s, want False/NetworkSetupFailed", s, r)
+	}
+	wantNoDomain(t, hv, "ns_netfail")
+}

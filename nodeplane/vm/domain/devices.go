@@ -215,14 +215,38 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 			b.errs.add(np, "network %q has no source: expected pod or multus", network.Name)
 			continue
 		}
-		if b.opts.ResolveBridge == nil {
+		var src libvirtxml.DomainInterfaceSource
+		var target *libvirtxml.DomainInterfaceTarget
+		var mtu *libvirtxml.DomainInterfaceMTU
+		tap, isTap := Tap{}, false
+		if b.opts.ResolveTap != nil {
+			var err error
+			if tap, isTap, err = b.opts.ResolveTap(b.vmi.Namespace, network); err != nil {
+				b.errs.add(np, "network %q: %v", network.Name, err)
+				continue
+			}
+		}
+		switch {
+		case isTap:
+			if tap.Name == "" || len(tap.Name) > 15 || strings.ContainsAny(tap.Name, "/ \t\n") {
+				b.errs.add(np, "network %q: tap name %q: expected 1 to 15 bytes without '/' or spaces", network.Name, tap.Name)
+				continue
+			}
+			src.Ethernet = &libvirtxml.DomainInterfaceSourceEthernet{}
+			target = &libvirtxml.DomainInterfaceTarget{Dev: tap.Name, Managed: "yes"}
+			if tap.MTU > 0 {
+				mtu = &libvirtxml.DomainInterfaceMTU{Size: uint(tap.MTU)}
+			}
+		case b.opts.ResolveBridge == nil:
 			b.errs.add(np, "network %q: this node has no bridge resolver", network.Name)
 			continue
-		}
-		bridge, err := b.opts.ResolveBridge(b.vmi.Namespace, network)
-		if err != nil {
-			b.errs.add(np, "network %q: %v", network.Name, err)
-			continue
+		default:
+			bridge, err := b.opts.ResolveBridge(b.vmi.Namespace, network)
+			if err != nil {
+				b.errs.add(np, "network %q: %v", network.Name, err)
+				continue
+			}
+			src.Bridge = &libvirtxml.DomainInterfaceSourceBridge{Bridge: bridge}
 		}
 		model := iface.Model
 		if model == "" {
@@ -241,7 +265,9 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 		}
 		devs.Interfaces = append(devs.Interfaces, libvirtxml.DomainInterface{
 			MAC:    &libvirtxml.DomainInterfaceMAC{Address: mac},
-			Source: &libvirtxml.DomainInterfaceSource{Bridge: &libvirtxml.DomainInterfaceSourceBridge{Bridge: bridge}},
+			Source: &src,
+			Target: target,
+			MTU:    mtu,
 			Model:  &libvirtxml.DomainInterfaceModel{Type: model},
 			Boot:   b.bootOrder(p+".bootOrder", iface.BootOrder),
 			Alias:  &libvirtxml.DomainAlias{Name: "ua-" + iface.Name},

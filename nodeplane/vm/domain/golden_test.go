@@ -45,6 +45,12 @@ func testOptions() domain.Options {
 		}
 		return "", fmt.Errorf("no source")
 	}
+	o.ResolveTap = func(namespace string, n kubevirtv1.Network) (domain.Tap, bool, error) {
+		if n.Multus != nil && strings.HasPrefix(n.Multus.NetworkName, "tap-") {
+			return domain.Tap{Name: "cvt6d1f3a52-1", MTU: 1400}, true, nil
+		}
+		return domain.Tap{}, false, nil
+	}
 	return o
 }
 

@@ -31,6 +31,22 @@ type Options struct {
 	// ResolveBridge gives the name of the node's Linux bridge for a network
 	// of a VMI in namespace (pod or multus). Nil refuses every interface.
 	ResolveBridge func(namespace string, network kubevirtv1.Network) (string, error)
+	// ResolveTap, when set, is asked first for each bridge-bound interface
+	// of a VMI in namespace. ok means the interface is a tap that libvirt
+	// creates unattached (<interface type='ethernet'> with
+	// <target dev=Tap.Name managed='yes'/> and Tap.MTU), which the VM agent
+	// then binds to the network's CNI interface inside the VMI's network
+	// namespace; !ok falls back to ResolveBridge.
+	ResolveTap func(namespace string, network kubevirtv1.Network) (tap Tap, ok bool, err error)
+}
+
+// Tap is a VM NIC's host side when it is not on a node bridge: the tap's
+// name (at most 15 bytes, as every Linux interface name) and the MTU
+// (bytes; 0 leaves libvirt's default) given to the tap and, through
+// virtio's host_mtu, to the guest.
+type Tap struct {
+	Name string
+	MTU  int
 }
 
 // DefaultOptions gives domain type qemu, the Debian QEMU binary

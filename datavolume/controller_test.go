@@ -1,0 +1,161 @@
+package datavolume_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+)
+
+// TestController runs the DataVolume controller against a real API server
+// with the engine's DataVolume CRD (no node agent, no provisioner).
+func TestController(t *testing.T) {
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = cdiv1.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	must(t, err)
+	ctx := context.Background()
+	engine, err := graph.NewEngine()
+	must(t, err)
+	crds, err := engine.CRDs()
+	must(t, err)
+	for _, crd := range crds {
+		if crd.Name == "datavolumes" {
+			must(t, c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	must(t, err)
+	opts := datavolume.DefaultOptions()
+	opts.CRDPoll, opts.SkipNameValidation = 100*time.Millisecond, true
+	must(t, datavolume.Setup(mgr, opts))
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}))
+	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
+	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "wffc"}, Provisioner: "x", VolumeBindingMode: &wffc}))
+	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "now"}, Provisioner: "x", VolumeBindingMode: &immediate}))
+
+	newDV := func(name, class string, src cdiv1.DataVolumeSource) {
+		t.Helper()
+		must(t, c.Create(ctx, &cdiv1.DataVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms"},
+			Spec: cdiv1.DataVolumeSpec{Source: &src, Storage: &cdiv1.StorageSpec{StorageClassName: &class,
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		}))
+	}
+	waitPhase := func(name string, phase cdiv1.DataVolumePhase) *cdiv1.DataVolume {
+		t.Helper()
+		dv := &cdiv1.DataVolume{}
+		controlplane.Eventually(t, 30*time.Second, func() bool {
+			return c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: name}, dv) == nil && dv.Status.Phase == phase
+		})
+		return dv
+	}
+	http := cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://example.invalid/disk.qcow2"}}
+
+	t.Run("printer columns", func(t *testing.T) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		must(t, c.Get(ctx, types.NamespacedName{Name: datavolume.CRDName}, crd))
+		var got []string
+		for _, col := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+			got = append(got, col.Name)
+		}
+		if strings.Join(got, ",") != "Phase,Progress,Restarts,Age" || strings.Join(crd.Spec.Names.ShortNames, ",") != "dv,dvs" {
+			t.Errorf("CRD columns %v short names %v, want CDI's", got, crd.Spec.Names.ShortNames)
+		}
+	})
+
+	t.Run("immediate binding stays Pending", func(t *testing.T) {
+		newDV("imm", "now", http)
+		dv := waitPhase("imm", cdiv1.Pending)
+		if dv.Status.ClaimName != "imm" {
+			t.Errorf("claimName %q", dv.Status.ClaimName)
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "imm"}, pvc))
+		if !metav1.IsControlledBy(pvc, dv) || pvc.Annotations[datavolume.AnnEndpoint] != http.HTTP.URL || pvc.Annotations[datavolume.AnnSelectedNode] != "" {
+			t.Errorf("PVC %+v: want owned by the DataVolume, the endpoint annotation and no selected node", pvc.ObjectMeta)
+		}
+	})
+
+	t.Run("WaitForFirstConsumer until an importer node is Ready", func(t *testing.T) {
+		newDV("wait", "wffc", http)
+		dv := waitPhase("wait", cdiv1.WaitForFirstConsumer)
+		if r := datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning); r == nil || r.Reason != datavolume.ReasonNoImporterNode {
+			t.Errorf("Running %+v, want reason %s", r, datavolume.ReasonNoImporterNode)
+		}
+		// An unlabelled node is not chosen; a labelled Ready one is.
+		for _, name := range []string{"plain", "importer"} {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if name == "importer" {
+				n.Labels = map[string]string{datavolume.ImporterNodeLabel: "true"}
+			}
+			must(t, c.Create(ctx, n))
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+			must(t, c.Status().Update(ctx, n))
+		}
+		waitPhase("wait", cdiv1.ImportScheduled)
+		pvc := &corev1.PersistentVolumeClaim{}
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "wait"}, pvc))
+		if got := pvc.Annotations[datavolume.AnnSelectedNode]; got != "importer" {
+			t.Errorf("selected node %q, want importer", got)
+		}
+	})
+
+	t.Run("unsupported source fails", func(t *testing.T) {
+		u := "docker://quay.io/x"
+		newDV("reg", "now", cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}})
+		dv := waitPhase("reg", cdiv1.Failed)
+		r := datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning)
+		if r == nil || r.Reason != datavolume.ReasonUnsupportedSource || !strings.Contains(r.Message, "DataVolume vms/reg") {
+			t.Errorf("Running %+v, want reason %s naming the DataVolume", r, datavolume.ReasonUnsupportedSource)
+		}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "reg"}, &corev1.PersistentVolumeClaim{}); err == nil {
+			t.Errorf("a PVC was created for an unsupported source")
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

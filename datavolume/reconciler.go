@@ -1,0 +1,141 @@
+package datavolume
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Reconciler is the DataVolume controller: it creates each DataVolume's
+// PVC (NewPVC), places WaitForFirstConsumer imports on a node (PickNode)
+// and writes ControllerStatus. Client reads from the manager's cache.
+type Reconciler struct {
+	Client client.Client
+}
+
+// Reconcile handles one DataVolume. It returns an error (and so a requeue
+// with backoff) when an API call fails, including a status write
+// conflicting with the node agent's.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dv := &cdiv1.DataVolume{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dv); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if dv.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pvc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: reading its PVC: %w", req, err)
+		}
+		pvc = nil
+	}
+	if pvc == nil && !Owned(dv.Status.Phase) {
+		want, err := NewPVC(dv)
+		if err != nil {
+			return ctrl.Result{}, r.fail(ctx, dv, err)
+		}
+		if err := r.Client.Create(ctx, want); err != nil {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: creating PVC: %w", req, err)
+		}
+		pvc = want
+	}
+	if pvc != nil && !metav1.IsControlledBy(pvc, dv) {
+		st := *dv.Status.DeepCopy()
+		st.Phase = cdiv1.Pending
+		st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, ReasonClaimNotOwned,
+			fmt.Sprintf("PVC %s exists and is not controlled by DataVolume %s; delete it or rename the DataVolume", pvc.Name, dv.Name))
+		return ctrl.Result{}, r.writeStatus(ctx, dv, st)
+	}
+	wffc := false
+	if pvc != nil && pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
+		sc := &storagev1.StorageClass{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, sc); err == nil {
+			wffc = sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+		} else if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: reading StorageClass %s: %w", req, *pvc.Spec.StorageClassName, err)
+		}
+	}
+	noNode := false
+	if pvc != nil && wffc && pvc.Status.Phase == corev1.ClaimPending && pvc.Annotations[AnnSelectedNode] == "" && !Owned(dv.Status.Phase) {
+		node, err := r.pickNode(ctx)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+		}
+		if node == "" {
+			noNode = true
+		} else {
+			orig := pvc.DeepCopy()
+			if pvc.Annotations == nil {
+				pvc.Annotations = map[string]string{}
+			}
+			pvc.Annotations[AnnSelectedNode] = node
+			if err := r.Client.Patch(ctx, pvc, client.MergeFrom(orig)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("DataVolume %s: setting %s=%s on PVC: %w", req, AnnSelectedNode, node, err)
+			}
+		}
+	}
+	st := ControllerStatus(dv, pvc, wffc)
+	if noNode {
+		st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ReasonNoImporterNode,
+			fmt.Sprintf("no Ready node labelled %s=true to import on (is converge-node cdi-importer running?)", ImporterNodeLabel))
+	}
+	return ctrl.Result{}, r.writeStatus(ctx, dv, st)
+}
+
+// pickNode lists nodes and placed PVCs from the cache and applies PickNode.
+func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes, client.MatchingLabels{ImporterNodeLabel: "true"}); err != nil {
+		return "", fmt.Errorf("listing importer nodes: %w", err)
+	}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := r.Client.List(ctx, pvcs); err != nil {
+		return "", fmt.Errorf("listing PVCs: %w", err)
+	}
+	placed := map[string]int{}
+	for _, p := range pvcs.Items {
+		if n := p.Annotations[AnnSelectedNode]; n != "" && p.Annotations[AnnSource] != "" {
+			placed[n]++
+		}
+	}
+	return PickNode(nodes.Items, placed), nil
+}
+
+// fail marks dv Failed because its spec cannot be served (cause names it).
+func (r *Reconciler) fail(ctx context.Context, dv *cdiv1.DataVolume, cause error) error {
+	reason := ReasonInvalidSpec
+	if _, err := SourceKind(dv); err != nil {
+		reason = ReasonUnsupportedSource
+	}
+	st := *dv.Status.DeepCopy()
+	st.Phase = cdiv1.Failed
+	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, ReasonNotFound, "No PVC found")
+	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, cause.Error())
+	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, cause.Error())
+	return r.writeStatus(ctx, dv, st)
+}
+
+// writeStatus writes st if it differs from dv's (optimistic: a conflict
+// with the node agent returns an error and the request is retried).
+func (r *Reconciler) writeStatus(ctx context.Context, dv *cdiv1.DataVolume, st cdiv1.DataVolumeStatus) error {
+	if equality.Semantic.DeepEqual(dv.Status, st) {
+		return nil
+	}
+	dv = dv.DeepCopy()
+	dv.Status = st
+	if err := r.Client.Status().Update(ctx, dv); err != nil {
+		return fmt.Errorf("DataVolume %s/%s: writing status: %w", dv.Namespace, dv.Name, err)
+	}
+	return nil
+}

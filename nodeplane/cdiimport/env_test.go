@@ -1,0 +1,322 @@
+package cdiimport_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/nodeplane/cdiimport"
+	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+)
+
+const (
+	node    = "node-a"
+	ns      = "vms"
+	scName  = "hostpath-csi"
+	poolDir = "local"
+)
+
+// env is a real API server with the engine's DataVolume CRD, the
+// DataVolume controller and the cdi-importer agent of node-a running in
+// one manager, and a storage pool in a temporary directory.
+type env struct {
+	c    client.Client
+	pool hostpath.Pool
+}
+
+// requireTool fails when CONVERGE_REQUIRE_NODEPLANE=1 (CI) and skips
+// otherwise when the binary is not on PATH.
+func requireTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
+			t.Fatalf("%s not on PATH (Debian package qemu-utils) and CONVERGE_REQUIRE_NODEPLANE=1", name)
+		}
+		t.Skipf("%s not on PATH: install qemu-utils", name)
+	}
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	requireTool(t, "qemu-img")
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = cdiv1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if crd.Name == "datavolumes" {
+			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+				t.Fatalf("installing CRD %s: %v", crd.Name, err)
+			}
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName},
+		Provisioner: hostpath.DefaultDriverName, VolumeBindingMode: &wffc}))
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	must(t, c.Create(ctx, n))
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	must(t, c.Status().Update(ctx, n))
+
+	e := &env{c: c, pool: hostpath.Pool{Name: poolDir, Path: t.TempDir()}}
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvo := datavolume.DefaultOptions()
+	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
+	must(t, datavolume.Setup(mgr, dvo))
+	o := cdiimport.DefaultOptions()
+	o.NodeName, o.Pools = node, []hostpath.Pool{e.pool}
+	o.Retries, o.Backoff, o.MaxBackoff = 2, 50*time.Millisecond, 100*time.Millisecond
+	o.Importer.Retries, o.Importer.Backoff, o.Importer.MaxBackoff = 0, 10*time.Millisecond, 10*time.Millisecond
+	o.StatusInterval, o.CRDPoll, o.SkipNameValidation = 100*time.Millisecond, 100*time.Millisecond, true
+	must(t, cdiimport.Setup(mgr, o))
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	// The agent labels its node.
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		got := &corev1.Node{}
+		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[datavolume.ImporterNodeLabel] == "true"
+	})
+	go e.provision(t, mctx)
+	return e
+}
+
+// provision plays the provisioner and the PV controller, which do not
+// run in this test (the hostpath provisioner is another package, and
+// there is no kube-controller-manager): for each PVC of the StorageClass
+// with volume.kubernetes.io/selected-node set, it makes the volume
+// directory as the hostpath driver lays it out (<pool>/<id>/data), a CSI
+// PV of the driver with node affinity to that node and a claimRef, then
+// binds the PVC (spec.volumeName, then status.phase Bound through the
+// status subresource), as the PV controller would.
+func (e *env) provision(t *testing.T, ctx context.Context) {
+	done := map[string]bool{}
+	for ctx.Err() == nil {
+		list := &corev1.PersistentVolumeClaimList{}
+		if err := e.c.List(ctx, list); err == nil {
+			for i := range list.Items {
+				pvc := &list.Items[i]
+				sel := pvc.Annotations[datavolume.AnnSelectedNode]
+				if done[string(pvc.UID)] || sel == "" || pvc.Status.Phase == corev1.ClaimBound {
+					continue
+				}
+				if err := e.bind(ctx, pvc, sel); err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("provisioning PVC %s: %v", pvc.Name, err)
+					}
+					continue
+				}
+				done[string(pvc.UID)] = true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeName string) error {
+	id := "pvc-" + string(pvc.UID)
+	if err := os.MkdirAll(filepath.Join(e.pool.Path, id, "data"), 0o750); err != nil {
+		return err
+	}
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: id},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   pvc.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              scName,
+			VolumeMode:                    pvc.Spec.VolumeMode,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: hostpath.DefaultDriverName, VolumeHandle: id,
+				VolumeAttributes: map[string]string{hostpath.ParameterStoragePool: e.pool.Name},
+			}},
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{nodeName}}},
+			}}}},
+		},
+	}
+	if err := e.c.Create(ctx, pv); err != nil {
+		return err
+	}
+	pvc.Spec.VolumeName = pv.Name
+	if err := e.c.Update(ctx, pvc); err != nil {
+		return err
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+	return e.c.Status().Update(ctx, pvc)
+}
+
+// createDV creates a DataVolume of size on the test StorageClass with the
+// given source, unstructured so converge's checksum extension field can
+// be set.
+func (e *env) createDV(t *testing.T, name, size string, source map[string]any) {
+	t.Helper()
+	dv := map[string]any{
+		"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"source":  source,
+			"storage": map[string]any{"storageClassName": scName, "resources": map[string]any{"requests": map[string]any{"storage": size}}},
+		},
+	}
+	must(t, e.c.Create(context.Background(), &unstructured.Unstructured{Object: dv}))
+}
+
+func (e *env) dv(t *testing.T, name string) *cdiv1.DataVolume {
+	t.Helper()
+	dv := &cdiv1.DataVolume{}
+	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, dv))
+	return dv
+}
+
+// waitPhase waits for one of the phases and gives the DataVolume.
+func (e *env) waitPhase(t *testing.T, name string, phases ...cdiv1.DataVolumePhase) *cdiv1.DataVolume {
+	t.Helper()
+	var dv *cdiv1.DataVolume
+	controlplane.Eventually(t, 60*time.Second, func() bool {
+		dv = e.dv(t, name)
+		for _, p := range phases {
+			if dv.Status.Phase == p {
+				return true
+			}
+		}
+		return false
+	})
+	return dv
+}
+
+// diskPath gives the disk.img of the DataVolume's volume.
+func (e *env) diskPath(t *testing.T, name string) string {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pvc))
+	return filepath.Join(e.pool.Path, pvc.Spec.VolumeName, "data", "disk.img")
+}
+
+// slowServer serves files by path, in 64 KiB chunks with a pause between
+// them so an import lasts long enough for progress to be reported.
+type slowServer struct {
+	mu    sync.Mutex
+	files map[string][]byte
+	pause time.Duration
+}
+
+func (s *slowServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	b, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+	for off := 0; off < len(b); off += 64 << 10 {
+		end := min(off+64<<10, len(b))
+		if _, err := w.Write(b[off:end]); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		time.Sleep(s.pause)
+	}
+}
+
+func serve(t *testing.T, s *slowServer) string {
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// images makes a raw image with recognisable non-zero content and holes,
+// and its qcow2 conversion, with qemu-img.
+func images(t *testing.T) (raw, qcow2 []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	rawPath, qPath := filepath.Join(dir, "src.raw"), filepath.Join(dir, "src.qcow2")
+	b := make([]byte, 8<<20)
+	for i := 0; i < len(b); i += 4096 {
+		if (i/4096)%3 != 0 { // every third block stays a hole
+			copy(b[i:], bytes.Repeat([]byte{byte(i / 4096)}, 4096))
+		}
+	}
+	must(t, os.WriteFile(rawPath, b, 0o600))
+	out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("qemu-img convert: %v: %s", err, out)
+	}
+	q, err := os.ReadFile(qPath)
+	must(t, err)
+	return b, q
+}
+
+func sha(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keyOf(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
