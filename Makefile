@@ -15,9 +15,10 @@ build:
 	$(GO) build -o $(BIN)/converge-node ./cmd/converge-node
 	$(GO) build -o $(BIN)/converge-demo ./hack/demo
 
-## controlplane: kube-apiserver and etcd built from Go modules (≈13 min cold)
-controlplane: $(BIN)/kube-apiserver $(BIN)/etcd
-$(BIN)/kube-apiserver $(BIN)/etcd:
+## controlplane: kube-apiserver, etcd and kube-controller-manager (the PV
+## binder for the provisioner tests) built from Go modules (≈20 min cold)
+controlplane: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager
+$(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager:
 	hack/controlplane/build.sh $(BIN)
 
 ## cni: the CNI plugins converge-node cni-install installs (containernetworking/plugins, pinned as go.mod tools)

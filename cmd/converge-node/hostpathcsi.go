@@ -1,22 +1,30 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
 )
 
 func init() { subcommands = append(subcommands, newHostpathCSICommand) }
 
 // newHostpathCSICommand is `converge-node hostpath-csi`: the hostpath CSI
-// driver (package nodeplane/csi/hostpath) on a unix socket until SIGTERM.
+// driver (package nodeplane/csi/hostpath) on a unix socket until SIGTERM,
+// and with --provision or --kubeconfig the node's PVC provisioner (package
+// nodeplane/csi/provisioner) in the same process.
 func newHostpathCSICommand() *cobra.Command {
 	opts := hostpath.DefaultOptions()
 	var pools []string
-	var version bool
+	var version, provision bool
+	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "hostpath-csi --endpoint unix:///path/csi.sock --node-id NAME --storage-pool NAME=PATH...",
 		Short: "Run the hostpath CSI driver (the hostpath-provisioner's CSI plugin)",
@@ -24,7 +32,14 @@ func newHostpathCSICommand() *cobra.Command {
 unix socket, for volumes kept as directories (filesystem) or sparse files on
 loop devices (block) in the storage pools given with --storage-pool, in
 order (the first is the default pool). Needs root for bind mounts and loop
-devices. Stops on SIGTERM or SIGINT.`,
+devices. Stops on SIGTERM or SIGINT.
+
+With --provision (or --kubeconfig) it also provisions PersistentVolumes for
+PVCs of StorageClasses whose provisioner is the driver name, when the PVC's
+volume.kubernetes.io/selected-node is this node (WaitForFirstConsumer; the
+role of csi-provisioner --node-deployment next to upstream HPP's plugin),
+and deletes the Released PVs of this node with reclaim policy Delete.
+Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if version {
@@ -41,12 +56,25 @@ devices. Stops on SIGTERM or SIGINT.`,
 			if opts.NodeID == "" {
 				opts.NodeID = os.Getenv("NODE_NAME")
 			}
+			var cs kubernetes.Interface
+			if provision || kubeconfig != "" {
+				if kubeconfig == "" {
+					kubeconfig = os.Getenv("KUBECONFIG")
+				}
+				cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+				if err != nil {
+					return fmt.Errorf("hostpath-csi: kubeconfig %q: %w", kubeconfig, err)
+				}
+				if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+					return fmt.Errorf("hostpath-csi: kubeconfig %q: %w", kubeconfig, err)
+				}
+			}
 			d, err := hostpath.New(opts)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			return d.Serve(cmd.Context())
+			return serveHostpath(cmd.Context(), d, cs)
 		},
 	}
 	f := cmd.Flags()
@@ -55,5 +83,29 @@ devices. Stops on SIGTERM or SIGINT.`,
 	f.StringVar(&opts.DriverName, "driver-name", opts.DriverName, "CSI driver name")
 	f.StringArrayVar(&pools, "storage-pool", nil, "storage pool NAME=PATH, repeatable; the first is the default")
 	f.BoolVar(&version, "version", false, "print the driver version and exit")
+	f.BoolVar(&provision, "provision", false, "also provision PVs for this node's PVCs (in-cluster config unless --kubeconfig)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to provision against; implies --provision (default $KUBECONFIG, else in-cluster)")
 	return cmd
+}
+
+// serveHostpath serves d until ctx is done and, when cs is not nil, runs
+// its provisioner beside it; either stopping stops both.
+func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interface) error {
+	if cs == nil {
+		return d.Serve(ctx)
+	}
+	po := provisioner.DefaultOptions()
+	po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
+	p, err := provisioner.New(ctx, po)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { defer cancel(); p.Run(ctx) })
+	err = d.Serve(ctx)
+	cancel()
+	wg.Wait()
+	return err
 }

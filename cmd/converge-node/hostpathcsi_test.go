@@ -44,6 +44,7 @@ func TestHostpathCSIFlags(t *testing.T) {
 		{"duplicate pool name", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--storage-pool", "local=" + filepath.Join(dir, "other")}, `storage pool "local": duplicate name`},
 		{"duplicate pool path", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--storage-pool", "second=" + filepath.Join(dir, "pool")}, "already used by another pool"},
 		{"bad driver name", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--driver-name", "-bad"}, `driver name "-bad"`},
+		{"missing kubeconfig", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--kubeconfig", "/nonexistent/kubeconfig"}, `hostpath-csi: kubeconfig "/nonexistent/kubeconfig"`},
 		{"unknown flag", []string{"--pool", pool}, "unknown flag: --pool"},
 		{"argument", []string{"extra"}, "unknown command"},
 	} {

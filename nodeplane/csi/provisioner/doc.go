@@ -1,0 +1,29 @@
+// Package provisioner provisions PersistentVolumes for PVCs of a CSI
+// driver's StorageClasses without the external-provisioner sidecar: the
+// role csi-provisioner plays with --node-deployment next to upstream HPP's
+// CSI plugin (kubevirt/hostpath-provisioner deploy), run in-process in
+// `converge-node hostpath-csi --kubeconfig`.
+//
+// Distributed provisioning. Every node runs one provisioner for its own
+// driver. It provisions only PVCs whose volume.kubernetes.io/selected-node
+// annotation (set by kube-scheduler for WaitForFirstConsumer classes) names
+// its node, and deletes only PVs whose node affinity is its node's topology.
+// StorageClasses with volumeBindingMode Immediate are refused with a
+// ProvisioningFailed event: node-local volumes need the scheduler to pick
+// the node first, as upstream HPP documents (README "Storage Class").
+//
+// The controller loop (informers, claim and volume work queues, events,
+// the PV finalizer, retries) is sigs.k8s.io/sig-storage-lib-external-provisioner
+// v13, the library csi-provisioner is built on. CreateVolume and
+// DeleteVolume go straight to the driver's CSI Controller service, in the
+// same process: no socket hop, no gRPC marshalling, and no window in which
+// the provisioner runs without its driver.
+//
+// The PV follows csi-provisioner's (kubernetes-csi/external-provisioner
+// pkg/controller/controller.go Provision): name pvc-<claim UID>, the CSI
+// source (driver, volumeHandle, fsType for filesystem volumes, the
+// volume context as volumeAttributes), capacity from the CreateVolume
+// answer, access modes and volume mode from the claim, reclaim policy and
+// mount options from the StorageClass, node affinity from the volume's
+// accessible topology.
+package provisioner
