@@ -1,11 +1,12 @@
 package main
 
 // converge-node vm: the VM agent (virt-handler and virt-launcher roles) on
-// libvirt. In this slice it serves VMIs from YAML files (--vmi-file); the
-// API-backed source (--kubeconfig) is not implemented yet.
+// libvirt. It serves the VMIs of an API server (--kubeconfig: the API
+// source, node registration) or of YAML files (--vmi-file).
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,11 +20,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
+	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -42,6 +48,8 @@ type vmFlags struct {
 	bridges     map[string]string
 	vmiFiles    []string
 	resync      time.Duration
+	reservedMem string
+	heartbeat   time.Duration
 }
 
 func newVMCommand() *cobra.Command {
@@ -54,6 +62,8 @@ func newVMCommand() *cobra.Command {
 		emulator:    "/usr/bin/qemu-system-x86_64",
 		machineType: "q35",
 		resync:      30 * time.Second,
+		reservedMem: "256Mi",
+		heartbeat:   agent.DefaultNodeOptions("").Interval,
 	}
 	cmd := &cobra.Command{
 		Use:   "vm",
@@ -61,10 +71,24 @@ func newVMCommand() *cobra.Command {
 		Long: `vm converges this node's libvirt domains on the VirtualMachineInstances
 assigned to it and reports their status (phase, Ready, interfaces).
 
-This version serves VMIs read from --vmi-file (YAML, several documents per
-file allowed) and prints one line per status change; the API source
-(--kubeconfig) is not implemented yet. Stopping the command leaves the
-domains running, as a virt-handler restart does; a new run adopts them.
+The VMIs come from exactly one of:
+
+  --kubeconfig FILE  the API server: the agent watches the
+                     VirtualMachineInstances whose status.nodeName is
+                     --node-name, writes their status (phase, Ready,
+                     interfaces) and holds them with the finalizer
+                     foregroundDeleteVirtualMachine until their domain is
+                     gone. It registers the Node --node-name (creating it
+                     when no kubelet did), labels it converge.dev/vm-agent=true
+                     and annotates what it offers VMs
+                     (vm.converge.dev/allocatable: every CPU and MemTotal
+                     minus --reserved-memory) every --heartbeat, which is
+                     where converge-controller's scheduler places VMIs.
+  --vmi-file FILE    YAML files (several documents per file allowed); one
+                     line is printed per status change.
+
+Stopping the command leaves the domains running, as a virt-handler restart
+does; a new run adopts them. When libvirtd restarts, the agent reconnects.
 
 The domain type is qemu (TCG) unless --domain-type says otherwise: converge
 never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
@@ -75,24 +99,23 @@ never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodeName, "node-name", f.nodeName, "this node's name, reported in status.nodeName")
 	fl.StringVar(&f.libvirtURI, "libvirt-uri", f.libvirtURI, "libvirt connection URI")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to watch VMIs on (not implemented yet)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server whose VMIs this node runs (or use --vmi-file)")
+	fl.StringVar(&f.reservedMem, "reserved-memory", f.reservedMem, "memory kept for the host: the node offers VMs MemTotal minus this (with --kubeconfig)")
+	fl.DurationVar(&f.heartbeat, "heartbeat", f.heartbeat, "how often the Node registration (label, allocatable, Ready when no kubelet) is renewed (with --kubeconfig)")
 	fl.StringVar(&f.stateDir, "state-dir", f.stateDir, "the agent's directory; serial console logs go to <state-dir>/serial")
 	fl.StringVar(&f.domainType, "domain-type", f.domainType, "libvirt domain type: qemu (TCG), kvm or test")
 	fl.StringVar(&f.emulator, "emulator", f.emulator, "QEMU binary; empty leaves it to libvirt")
 	fl.StringVar(&f.machineType, "machine-type", f.machineType, "machine type when a VMI sets none")
 	fl.StringVar(&f.podBridge, "pod-bridge", "", "Linux bridge for VMI interfaces on the pod network (empty: refused)")
 	fl.StringToStringVar(&f.bridges, "network-bridge", nil, "Linux bridge per multus networkName, as name=bridge (repeatable)")
-	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable)")
+	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable; or use --kubeconfig)")
 	fl.DurationVar(&f.resync, "resync", f.resync, "full re-read of libvirt at least this often")
 	return cmd
 }
 
 func runVM(cmd *cobra.Command, f *vmFlags) error {
-	if f.kubeconfig != "" {
-		return errors.New("--kubeconfig: the API source is not implemented yet; pass VMIs with --vmi-file")
-	}
-	if len(f.vmiFiles) == 0 {
-		return errors.New("--vmi-file: at least one file of VirtualMachineInstances is required")
+	if (f.kubeconfig == "") == (len(f.vmiFiles) == 0) {
+		return errors.New("--kubeconfig or --vmi-file: exactly one source of VirtualMachineInstances is required")
 	}
 	if f.nodeName == "" {
 		return errors.New("--node-name: required (the host name is unknown)")
@@ -104,6 +127,14 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 			return err
 		}
 		vmis = append(vmis, v...)
+	}
+	var reserved resource.Quantity
+	if f.kubeconfig != "" {
+		q, err := resource.ParseQuantity(f.reservedMem)
+		if err != nil || q.Sign() < 0 {
+			return fmt.Errorf("--reserved-memory %q: expected a non-negative quantity such as 512Mi", f.reservedMem)
+		}
+		reserved = q
 	}
 	opts := agent.DefaultOptions(f.nodeName)
 	opts.Domain.DomainType, opts.Domain.Emulator, opts.Domain.MachineType = f.domainType, f.emulator, f.machineType
@@ -127,9 +158,45 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		return err
 	}
 	defer conn.Close()
+	if f.kubeconfig != "" {
+		return runVMFromAPI(cmd.Context(), f, reserved, conn, opts)
+	}
 	src := agent.NewStaticSource(vmis...)
 	go printReports(cmd.OutOrStdout(), src.Stored(), opts.Log)
 	return agent.New(conn, opts).Run(cmd.Context(), src, f.resync)
+}
+
+// runVMFromAPI registers the node, then runs the agent on the VMIs of the
+// API server of f.kubeconfig until ctx ends.
+func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, hv hypervisor.Hypervisor, opts agent.Options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	aopts := agent.DefaultAPIOptions(f.nodeName)
+	aopts.Log = opts.Log.WithName("api")
+	src, err := agent.NewAPISource(cfg, scheme, aopts)
+	if err != nil {
+		return err
+	}
+	nopts := agent.DefaultNodeOptions(f.nodeName)
+	nopts.ReservedMemory, nopts.Interval = reserved, f.heartbeat
+	if err := agent.RegisterNode(ctx, src.Client(), nopts); err != nil {
+		return err
+	}
+	opts.Log.Info("node registered", "node", f.nodeName, "api", cfg.Host)
+	go agent.KeepNodeRegistered(ctx, src.Client(), nopts, func(err error) { opts.Log.Error(err, "node heartbeat") })
+	if err := src.Start(ctx); err != nil {
+		return fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	return agent.New(hv, opts).Run(ctx, src, f.resync)
 }
 
 // bridgeResolver maps the pod network to podBridge and multus networks

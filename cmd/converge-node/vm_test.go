@@ -9,7 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/nodeplane/vm/agent"
+	"github.com/converge-dev/converge/virtctl"
 )
 
 const vmiFile = `apiVersion: kubevirt.io/v1
@@ -108,8 +124,10 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"vm"}, "--vmi-file: at least one file"},
-		{[]string{"vm", "--kubeconfig", "/x", "--vmi-file", pod}, "--kubeconfig: the API source is not implemented yet"},
+		{[]string{"vm"}, "--kubeconfig or --vmi-file: exactly one source"},
+		{[]string{"vm", "--kubeconfig", "/x", "--vmi-file", pod}, "--kubeconfig or --vmi-file: exactly one source"},
+		{[]string{"vm", "--kubeconfig", filepath.Join(dir, "none"), "--libvirt-uri", "test:///default", "--reserved-memory", "lots"}, `--reserved-memory "lots": expected a non-negative quantity`},
+		{[]string{"vm", "--kubeconfig", filepath.Join(dir, "none"), "--libvirt-uri", "test:///default"}, "--kubeconfig " + filepath.Join(dir, "none")},
 		{[]string{"vm", "--vmi-file", pod}, `pod.yaml: document 1: kind "Pod", expected VirtualMachineInstance`},
 		{[]string{"vm", "--vmi-file", typo}, `typo.yaml: document 1: unknown field "spec.domian"`},
 		{[]string{"vm", "--vmi-file", filepath.Join(dir, "none.yaml")}, "--vmi-file: open"},
@@ -121,5 +139,115 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestVMCommandAPI runs converge-node vm --kubeconfig on libvirt's test
+// driver against a real API server with the graph's VM CRDs: it registers
+// its Node for the scheduler, runs the VMI bound to it (Running, Ready,
+// the agent's finalizer), removes it when it is deleted, and ends cleanly
+// when its context is cancelled.
+func TestVMCommandAPI(t *testing.T) {
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kubevirtv1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if crd.Name == "virtualmachineinstances" {
+			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil })
+
+	node, err := filepath.Abs("../../nodeplane/vm/libvirt/testdata/empty-node.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &safebuffer.Buffer{}
+	root := newRoot()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs([]string{"vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", "test://" + node,
+		"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	alive := func() {
+		select {
+		case err := <-done:
+			t.Fatalf("converge-node vm ended early: %v\n%s", err, out.String())
+		default:
+		}
+	}
+
+	n := &corev1.Node{}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return c.Get(ctx, client.ObjectKey{Name: "n1"}, n) == nil && n.Labels[virtctl.AgentLabel] == "true"
+	})
+	if n.Annotations[virtctl.AllocatableAnnotation] == "" {
+		t.Errorf("Node n1 has no %s annotation", virtctl.AllocatableAnnotation)
+	}
+
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm1"}}
+	q := resource.MustParse("64Mi")
+	vmi.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
+	if err := c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi.Status.NodeName, vmi.Status.Phase = "n1", kubevirtv1.Scheduled // as the scheduler binds
+	if err := c.Status().Update(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(vmi)
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return c.Get(ctx, key, vmi) == nil && vmi.Status.Phase == kubevirtv1.Running
+	})
+	if !controllerutil.ContainsFinalizer(vmi, agent.Finalizer) {
+		t.Errorf("VMI finalizers %v, want %s", vmi.Finalizers, agent.Finalizer)
+	}
+	if err := c.Delete(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return apierrors.IsNotFound(c.Get(ctx, key, &kubevirtv1.VirtualMachineInstance{}))
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("converge-node vm after cancel: %v", err)
 	}
 }

@@ -9,10 +9,14 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
+// EventReconnected is the hypervisor.Event Type the libvirt package
+// delivers after it reconnected to a restarted daemon (events of the time
+// it was away are lost, so Run re-reads everything, as for any event).
+const EventReconnected = "Reconnected"
+
 // Source gives the agent the VMIs assigned to its node and stores what the
-// agent reports. The API-backed source (a controller-runtime watch on VMIs
-// with status.nodeName = the node, writing status and removing the
-// finalizer) is still to come; StaticSource serves a fixed list.
+// agent reports: APISource watches the API server (status.nodeName = the
+// node, status writes, the finalizer); StaticSource serves a fixed list.
 type Source interface {
 	// List gives the current VMIs, with their last stored status.
 	List() []*kubevirtv1.VirtualMachineInstance
@@ -58,8 +62,11 @@ func (a *Agent) Run(ctx context.Context, src Source, resync time.Duration) error
 		select {
 		case <-ctx.Done():
 			stop = true
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			stop = !ok
+			if ok && ev.Type == EventReconnected {
+				a.opts.Log.Info("hypervisor reconnected; re-reading every domain", "detail", ev.Detail)
+			}
 		case <-src.Changed():
 		case <-timer:
 		}

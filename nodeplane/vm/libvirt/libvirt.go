@@ -8,6 +8,15 @@
 // for libvirt's in-process test driver (no daemon, shared by every
 // connection of the process, pre-populated with a domain "test"), or
 // test:///abs/path.xml for a test driver with its own state per connection.
+//
+// A Conn survives daemon restarts: when libvirt reports the connection
+// closed (its close callback: libvirtd exited or restarted, keepalive
+// timeout) or it is no longer alive, the Conn opens a new one in the
+// background, retrying with a backoff of 100 ms up to 5 s, and every
+// method reconnects before use; Events subscriptions are re-registered on
+// the new connection and get an Event of Type "Reconnected" so that their
+// reader re-reads the domains. Calls made while the daemon is down fail
+// with an error naming the URI.
 package libvirt
 
 import (
@@ -15,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	lv "libvirt.org/go/libvirt"
 
@@ -39,15 +49,28 @@ func startEventLoop() {
 	}()
 }
 
-// Conn is a libvirt connection that implements hypervisor.Hypervisor.
-// It is safe for concurrent use.
+// Conn is a libvirt connection that implements hypervisor.Hypervisor and
+// reconnects when the daemon restarts (see the package doc). It is safe
+// for concurrent use.
 type Conn struct {
-	uri  string
-	conn *lv.Connect
+	uri string
 
-	mu     sync.Mutex
-	closed bool
-	events map[int]func() // callback id -> closes its channel
+	mu           sync.Mutex
+	conn         *lv.Connect // the current connection; replaced on reconnect
+	closed       bool
+	broken       bool // libvirt reported conn closed
+	reconnects   int  // connections opened after the first
+	subs         map[*subscription]bool
+	reconnecting bool // a background reconnect loop runs
+}
+
+// subscription is one Events channel: its callback is registered again on
+// every new connection.
+type subscription struct {
+	id   int // callback id on the current connection
+	cb   lv.DomainEventLifecycleCallback
+	send func(hypervisor.Event)
+	end  func() // closes the channel
 }
 
 var _ hypervisor.Hypervisor = (*Conn)(nil)
@@ -55,11 +78,101 @@ var _ hypervisor.Hypervisor = (*Conn)(nil)
 // Connect opens uri (see the package doc). Errors name the URI.
 func Connect(uri string) (*Conn, error) {
 	eventLoop.Do(startEventLoop)
-	c, err := lv.NewConnect(uri)
+	c := &Conn{uri: uri, subs: map[*subscription]bool{}}
+	conn, err := c.open()
 	if err != nil {
-		return nil, fmt.Errorf("libvirt %s: connect: %w", uri, err)
+		return nil, err
 	}
-	return &Conn{uri: uri, conn: c, events: map[int]func(){}}, nil
+	c.conn = conn
+	return c, nil
+}
+
+// open opens a new connection to c.uri that marks c broken when libvirt
+// reports it closed.
+func (c *Conn) open() (*lv.Connect, error) {
+	conn, err := lv.NewConnect(c.uri)
+	if err != nil {
+		return nil, fmt.Errorf("libvirt %s: connect: %w", c.uri, err)
+	}
+	// Called from the event loop: no locking nor libvirt calls there.
+	if err := conn.RegisterCloseCallback(func(closed *lv.Connect, _ lv.ConnectCloseReason) { go c.onClosed(closed) }); err != nil {
+		_, _ = conn.Close()
+		return nil, fmt.Errorf("libvirt %s: register close callback: %w", c.uri, err)
+	}
+	return conn, nil
+}
+
+// onClosed marks c broken when closed is its current connection and runs
+// the reconnect loop: attempts with a backoff of 100 ms doubling up to
+// 5 s, until one succeeds or c is closed.
+func (c *Conn) onClosed(closed *lv.Connect) {
+	c.mu.Lock()
+	if c.closed || c.reconnecting || c.conn == nil || *c.conn != *closed {
+		c.mu.Unlock()
+		return
+	}
+	c.broken, c.reconnecting = true, true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.reconnecting = false
+		c.mu.Unlock()
+	}()
+	wait := 100 * time.Millisecond
+	for {
+		if _, err := c.current(); err == nil || errors.Is(err, errClosed) {
+			return
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+var errClosed = errors.New("connection closed")
+
+// current gives the live connection, reconnecting first when libvirt
+// reported it closed or it is no longer alive.
+func (c *Conn) current() (*lv.Connect, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("libvirt %s: %w", c.uri, errClosed)
+	}
+	if !c.broken {
+		if alive, err := c.conn.IsAlive(); err == nil && alive {
+			return c.conn, nil
+		}
+	}
+	conn, err := c.open()
+	if err != nil {
+		return nil, fmt.Errorf("libvirt %s: reconnect: %w", c.uri, err)
+	}
+	old := c.conn
+	c.conn, c.broken = conn, false
+	c.reconnects++
+	_ = old.UnregisterCloseCallback()
+	for s := range c.subs {
+		_ = old.DomainEventDeregister(s.id)
+		id, err := conn.DomainEventLifecycleRegister(nil, s.cb)
+		if err != nil {
+			// the subscriber sees its channel end, as for a closed Conn
+			delete(c.subs, s)
+			s.end()
+			continue
+		}
+		s.id = id
+		s.send(hypervisor.Event{Type: "Reconnected", Detail: "libvirt " + c.uri + ": reconnected"})
+	}
+	_, _ = old.Close()
+	return conn, nil
+}
+
+// Reconnects gives how many times c opened a new connection after the
+// first (daemon restarts survived).
+func (c *Conn) Reconnects() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reconnects
 }
 
 // URI gives the URI the connection was opened with.
@@ -68,7 +181,11 @@ func (c *Conn) URI() string { return c.uri }
 // Version gives the libvirt library version as major*1,000,000 +
 // minor*1,000 + release (9000000 for 9.0.0).
 func (c *Conn) Version() (uint32, error) {
-	v, err := c.conn.GetLibVersion()
+	conn, err := c.current()
+	if err != nil {
+		return 0, err
+	}
+	v, err := conn.GetLibVersion()
 	if err != nil {
 		return 0, fmt.Errorf("libvirt %s: version: %w", c.uri, err)
 	}
@@ -83,11 +200,12 @@ func (c *Conn) Close() error {
 	if c.closed {
 		return fmt.Errorf("libvirt %s: already closed", c.uri)
 	}
-	for id, end := range c.events {
-		_ = c.conn.DomainEventDeregister(id)
-		end()
+	for s := range c.subs {
+		_ = c.conn.DomainEventDeregister(s.id)
+		s.end()
 	}
-	c.events, c.closed = nil, true
+	c.subs, c.closed = nil, true
+	_ = c.conn.UnregisterCloseCallback()
 	if _, err := c.conn.Close(); err != nil {
 		return fmt.Errorf("libvirt %s: close: %w", c.uri, err)
 	}
@@ -104,7 +222,11 @@ func (c *Conn) wrap(op, name string, err error) error {
 
 // withDomain looks name up, runs f and frees the handle.
 func (c *Conn) withDomain(op, name string, f func(*lv.Domain) error) error {
-	d, err := c.conn.LookupDomainByName(name)
+	conn, err := c.current()
+	if err != nil {
+		return fmt.Errorf("domain %s: %s: %w", name, op, err)
+	}
+	d, err := conn.LookupDomainByName(name)
 	if err != nil {
 		return c.wrap(op, name, err)
 	}
@@ -117,7 +239,11 @@ func (c *Conn) withDomain(op, name string, f func(*lv.Domain) error) error {
 
 // Define defines (or redefines) a persistent domain from its XML.
 func (c *Conn) Define(xml string) error {
-	d, err := c.conn.DomainDefineXML(xml)
+	conn, err := c.current()
+	if err != nil {
+		return err
+	}
+	d, err := conn.DomainDefineXML(xml)
 	if err != nil {
 		return fmt.Errorf("libvirt %s: define: %w", c.uri, err)
 	}
@@ -166,7 +292,11 @@ func (c *Conn) Lookup(name string) (hypervisor.Domain, error) {
 
 // List gives every domain, defined or transient, running or not.
 func (c *Conn) List() ([]hypervisor.Domain, error) {
-	doms, err := c.conn.ListAllDomains(0)
+	conn, err := c.current()
+	if err != nil {
+		return nil, err
+	}
+	doms, err := conn.ListAllDomains(0)
 	if err != nil {
 		return nil, fmt.Errorf("libvirt %s: list domains: %w", c.uri, err)
 	}
@@ -254,13 +384,26 @@ var eventTypes = map[lv.DomainEventType]string{
 }
 
 // Events delivers the connection's domain lifecycle events until ctx ends
-// or the connection is closed, then closes the channel. Up to 256 events
-// are buffered; further ones are dropped until the receiver catches up
-// (they only prompt a re-read).
+// or the connection is closed, then closes the channel; after a reconnect
+// it delivers an Event of Type "Reconnected" (no Name), since events of
+// the time the daemon was away are lost. Up to 256 events are buffered;
+// further ones are dropped until the receiver catches up (they only
+// prompt a re-read).
 func (c *Conn) Events(ctx context.Context) (<-chan hypervisor.Event, error) {
 	ch := make(chan hypervisor.Event, 256)
 	var chMu sync.Mutex
 	ended := false
+	send := func(e hypervisor.Event) {
+		chMu.Lock()
+		defer chMu.Unlock()
+		if ended {
+			return
+		}
+		select {
+		case ch <- e:
+		default:
+		}
+	}
 	end := func() {
 		chMu.Lock()
 		defer chMu.Unlock()
@@ -269,33 +412,30 @@ func (c *Conn) Events(ctx context.Context) (<-chan hypervisor.Event, error) {
 			close(ch)
 		}
 	}
+	s := &subscription{send: send, end: end, cb: func(_ *lv.Connect, d *lv.Domain, ev *lv.DomainEventLifecycle) {
+		name, _ := d.GetName()
+		send(hypervisor.Event{Name: name, Type: eventTypes[ev.Event], Detail: ev.String()})
+	}}
+	if _, err := c.current(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, fmt.Errorf("libvirt %s: events: connection closed", c.uri)
 	}
-	id, err := c.conn.DomainEventLifecycleRegister(nil, func(_ *lv.Connect, d *lv.Domain, ev *lv.DomainEventLifecycle) {
-		name, _ := d.GetName()
-		chMu.Lock()
-		defer chMu.Unlock()
-		if ended {
-			return
-		}
-		select {
-		case ch <- hypervisor.Event{Name: name, Type: eventTypes[ev.Event], Detail: ev.String()}:
-		default:
-		}
-	})
+	id, err := c.conn.DomainEventLifecycleRegister(nil, s.cb)
 	if err != nil {
 		return nil, fmt.Errorf("libvirt %s: register lifecycle events: %w", c.uri, err)
 	}
-	c.events[id] = end
+	s.id = id
+	c.subs[s] = true
 	go func() {
 		<-ctx.Done()
 		c.mu.Lock()
-		if _, live := c.events[id]; live {
-			_ = c.conn.DomainEventDeregister(id)
-			delete(c.events, id)
+		if c.subs[s] {
+			_ = c.conn.DomainEventDeregister(s.id)
+			delete(c.subs, s)
 		}
 		c.mu.Unlock()
 		end()

@@ -1,0 +1,356 @@
+package agent_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/nodeplane/vm/agent"
+	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
+	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
+)
+
+func init() { ctrllog.SetLogger(logr.Discard()) } // controlplane.Start logs through controller-runtime
+
+// apiEnv is a real API server with the graph's VM and VMI CRDs.
+type apiEnv struct {
+	cfg    *rest.Config
+	c      client.Client
+	scheme *runtime.Scheme
+}
+
+func newAPIEnv(t *testing.T) *apiEnv {
+	t.Helper()
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kubevirtv1.AddToScheme(scheme)
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	InstallVMCRDs(t, c)
+	return &apiEnv{cfg: cp.Config, c: c, scheme: scheme}
+}
+
+// InstallVMCRDs applies the graph's VirtualMachine and
+// VirtualMachineInstance CRDs and waits until they are served.
+func InstallVMCRDs(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, crd := range crds {
+		if crd.Name == "virtualmachines" || crd.Name == "virtualmachineinstances" {
+			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+				t.Fatalf("installing CRD %s: %v", crd.Name, err)
+			}
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("the graph gave %d of the 2 VM CRDs", n)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil
+	})
+}
+
+// createVMI creates a VMI and, when nodeName is set, binds it as the
+// scheduler does (status.nodeName, phase Scheduled).
+func (e *apiEnv) createVMI(t *testing.T, ns, name, nodeName string) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	q := resource.MustParse("64Mi")
+	grace := int64(0)
+	vmi.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
+	vmi.Spec.TerminationGracePeriodSeconds = &grace
+	if err := e.c.Create(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+	if nodeName != "" {
+		vmi.Status.NodeName, vmi.Status.Phase = nodeName, kubevirtv1.Scheduled
+		vmi.Status.PhaseTransitionTimestamps = []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: metav1.Now()}}
+		if err := e.c.Status().Update(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return vmi
+}
+
+func (e *apiEnv) getVMI(t *testing.T, ns, name string) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, vmi); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return vmi
+}
+
+func testDriver(t *testing.T) *libvirt.Conn {
+	t.Helper()
+	path, err := filepath.Abs("testdata/empty-node.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := libvirt.Connect("test://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func startSource(t *testing.T, e *apiEnv, node string) (*agent.APISource, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	opts := agent.DefaultAPIOptions(node)
+	opts.RetryAfter = 200 * time.Millisecond
+	opts.Log = testr.New(t)
+	src, err := agent.NewAPISource(e.cfg, e.scheme, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return src, ctx
+}
+
+// TestAPISourceRunsVMIs runs the agent (on libvirt's test driver) with
+// the API source against a real API server: the VMI bound to the node is
+// started and reported Running and Ready with the agent's finalizer; VMIs
+// of another node or of none are neither touched nor run; deleting the
+// VMI removes its domain, then its finalizer, so that the object goes.
+func TestAPISourceRunsVMIs(t *testing.T) {
+	e := newAPIEnv(t)
+	hv := testDriver(t)
+	src, ctx := startSource(t, e, "node-a")
+	opts := agent.DefaultOptions("node-a")
+	opts.Domain.DomainType, opts.Domain.Emulator = "test", ""
+	opts.DefaultGracePeriod = 0
+	opts.Log = testr.New(t)
+	done := make(chan error, 1)
+	go func() { done <- agent.New(hv, opts).Run(ctx, src, time.Minute) }()
+
+	start := time.Now()
+	e.createVMI(t, "ns", "mine", "node-a")
+	e.createVMI(t, "ns", "theirs", "node-b")
+	e.createVMI(t, "ns", "pending", "")
+	created := time.Since(start)
+	var vmi *kubevirtv1.VirtualMachineInstance
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		vmi = e.getVMI(t, "ns", "mine")
+		r, _ := ready(vmi.Status)
+		return vmi.Status.Phase == kubevirtv1.Running && r == "True"
+	})
+	t.Logf("latency: creating the three VMIs %s; then -> Running/Ready in the API %s", created.Round(time.Millisecond), (time.Since(start) - created).Round(time.Millisecond))
+	if !controllerutil.ContainsFinalizer(vmi, agent.Finalizer) {
+		t.Errorf("finalizers %v, want %s", vmi.Finalizers, agent.Finalizer)
+	}
+	if vmi.Status.NodeName != "node-a" || phases(vmi.Status) != "Scheduled,Running" {
+		t.Errorf("status nodeName %q phases %q", vmi.Status.NodeName, phases(vmi.Status))
+	}
+	wantDomain(t, hv, "ns_mine", hypervisor.Running)
+	for _, other := range []string{"theirs", "pending"} {
+		v := e.getVMI(t, "ns", other)
+		if len(v.Finalizers) != 0 || v.Status.Phase == kubevirtv1.Running {
+			t.Errorf("VMI ns/%s of another node: finalizers %v phase %s", other, v.Finalizers, v.Status.Phase)
+		}
+		wantNoDomain(t, hv, "ns_"+other)
+	}
+	if got := src.List(); len(got) != 1 || got[0].Name != "mine" {
+		t.Errorf("List gave %d VMIs, want ns/mine only", len(got))
+	}
+
+	start = time.Now()
+	if err := e.c.Delete(context.Background(), vmi); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.getVMI(t, "ns", "mine") == nil })
+	t.Logf("latency: VMI deleted -> domain removed and object gone %s", time.Since(start).Round(time.Millisecond))
+	wantNoDomain(t, hv, "ns_mine")
+	if src.Pending() != 0 {
+		t.Errorf("%d reports still pending", src.Pending())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run ended early: %v", err)
+	default:
+	}
+}
+
+// TestAPISourceStore: a report is written only to the VMI of its UID (a
+// VMI recreated under the same name is left alone, and the report is
+// dropped, not retried forever); a report of a VMI that is gone is
+// dropped; List overlays a stored status before the cache shows it.
+func TestAPISourceStore(t *testing.T) {
+	e := newAPIEnv(t)
+	src, _ := startSource(t, e, "node-a")
+	old := e.createVMI(t, "ns", "v", "node-a")
+	controlplane.Eventually(t, 10*time.Second, func() bool { return len(src.List()) == 1 })
+
+	st := *old.Status.DeepCopy()
+	st.Phase = kubevirtv1.Running
+	src.Store(agent.Report{Namespace: "ns", Name: "v", UID: old.UID, Status: st})
+	if got := src.List(); len(got) != 1 || got[0].Status.Phase != kubevirtv1.Running {
+		t.Errorf("List right after Store: want the stored phase Running overlaid")
+	}
+	if v := e.getVMI(t, "ns", "v"); v.Status.Phase != kubevirtv1.Running || !controllerutil.ContainsFinalizer(v, agent.Finalizer) {
+		t.Errorf("stored VMI: phase %s finalizers %v", v.Status.Phase, v.Finalizers)
+	}
+
+	// recreate under the same name: the old VMI's report must not land
+	v := e.getVMI(t, "ns", "v")
+	controllerutil.RemoveFinalizer(v, agent.Finalizer)
+	if err := e.c.Update(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Delete(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 10*time.Second, func() bool { return e.getVMI(t, "ns", "v") == nil })
+	fresh := e.createVMI(t, "ns", "v", "node-a")
+	st.Phase = kubevirtv1.Failed
+	src.Store(agent.Report{Namespace: "ns", Name: "v", UID: old.UID, Status: st})
+	if got := e.getVMI(t, "ns", "v"); got.UID != fresh.UID || got.Status.Phase != kubevirtv1.Scheduled || len(got.Finalizers) != 0 {
+		t.Errorf("recreated VMI after a report of the old one: uid %s phase %s finalizers %v", got.UID, got.Status.Phase, got.Finalizers)
+	}
+	src.Store(agent.Report{Namespace: "ns", Name: "gone", UID: "nope", Status: st})
+	if src.Pending() != 0 {
+		t.Errorf("%d reports pending, want the two reports of absent VMIs dropped", src.Pending())
+	}
+}
+
+// TestAPISourceNeedsCRD: without the VMI CRD the source refuses to start
+// with an error saying so.
+func TestAPISourceNeedsCRD(t *testing.T) {
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	src, err := agent.NewAPISource(cp.Config, nil, agent.DefaultAPIOptions("n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = src.Start(ctx)
+	var want = "watching VirtualMachineInstances (is the kubevirt.io CRD installed?)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Start without the CRD: %v, want %q", err, want)
+	}
+}
+
+// TestAPISourceRetriesRefusedReports: while the API server refuses VMI
+// status writes (a ValidatingAdmissionPolicy denying
+// virtualmachineinstances/status), a stored report stays pending and List
+// gives its status; once writes are allowed again the retry loop stores
+// it, without another Store.
+func TestAPISourceRetriesRefusedReports(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	src, _ := startSource(t, e, "node-a")
+	vmi := e.createVMI(t, "ns", "v", "node-a")
+	controlplane.Eventually(t, 10*time.Second, func() bool { return len(src.List()) == 1 })
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-vmi-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"kubevirt.io"}, APIVersions: []string{"v1"},
+						Resources: []string{"virtualmachineinstances/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "status frozen by the test"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-vmi-status"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := e.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the policy is in force once a status write of the test is refused
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		v := e.getVMI(t, "ns", "v")
+		v.Status.Reason = "probe"
+		return e.c.Status().Update(ctx, v) != nil
+	})
+
+	st := *vmi.Status.DeepCopy()
+	st.Phase = kubevirtv1.Running
+	src.Store(agent.Report{Namespace: "ns", Name: "v", UID: vmi.UID, Status: st})
+	if src.Pending() != 1 {
+		t.Fatalf("%d reports pending while status writes are refused, want 1", src.Pending())
+	}
+	if got := src.List(); len(got) != 1 || got[0].Status.Phase != kubevirtv1.Running {
+		t.Errorf("List while the report is pending: want its phase Running overlaid")
+	}
+	if v := e.getVMI(t, "ns", "v"); v.Status.Phase == kubevirtv1.Running {
+		t.Fatalf("the API stored phase Running although status writes are refused")
+	}
+
+	if err := e.c.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return e.getVMI(t, "ns", "v").Status.Phase == kubevirtv1.Running && src.Pending() == 0
+	})
+	t.Logf("the pending report was stored %s after writes were allowed again (retry every 200 ms)", time.Since(start).Round(time.Millisecond))
+}
