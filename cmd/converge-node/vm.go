@@ -27,9 +27,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/converge-dev/converge/nodeplane/netattach"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
+	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
-	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -50,6 +51,12 @@ type vmFlags struct {
 	resync      time.Duration
 	reservedMem string
 	heartbeat   time.Duration
+	cniBinDir   string
+	cniConfDir  string
+	cniCacheDir string
+	cniHostNS   string
+	consoleBind string
+	consoleAdv  string
 }
 
 func newVMCommand() *cobra.Command {
@@ -64,6 +71,8 @@ func newVMCommand() *cobra.Command {
 		resync:      30 * time.Second,
 		reservedMem: "256Mi",
 		heartbeat:   agent.DefaultNodeOptions("").Interval,
+		cniBinDir:   netattach.DefaultOptions().BinDirs[0],
+		consoleBind: console.DefaultOptions("").BindAddress,
 	}
 	cmd := &cobra.Command{
 		Use:   "vm",
@@ -86,6 +95,17 @@ The VMIs come from exactly one of:
                      where converge-controller's scheduler places VMIs.
   --vmi-file FILE    YAML files (several documents per file allowed); one
                      line is printed per status change.
+
+Interfaces with bridge binding on a multus network whose
+NetworkAttachmentDefinition (from the API, or <--cni-conf-dir>/<namespace>/
+<name>.conf with --vmi-file) is a CNI "bridge" config get KubeVirt's
+bridge binding: the CNI plugins of --cni-bin-dir run ADD into a network
+namespace per VMI (cvm-<uid>) with the NIC's MAC, and the VM's tap joins
+the plugin's interface there; DEL runs when the domain is gone.
+
+With --kubeconfig the agent also serves the VMIs' serial consoles on
+--console-bind-address over TLS (converge vm console NAME), publishing the
+address and its certificate's SHA-256 on the Node.
 
 Stopping the command leaves the domains running, as a virt-handler restart
 does; a new run adopts them. When libvirtd restarts, the agent reconnects.
@@ -110,6 +130,12 @@ never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
 	fl.StringToStringVar(&f.bridges, "network-bridge", nil, "Linux bridge per multus networkName, as name=bridge (repeatable)")
 	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable; or use --kubeconfig)")
 	fl.DurationVar(&f.resync, "resync", f.resync, "full re-read of libvirt at least this often")
+	fl.StringVar(&f.cniBinDir, "cni-bin-dir", f.cniBinDir, "directory of the CNI plugins (converge-node cni-install puts them in /opt/cni/bin)")
+	fl.StringVar(&f.cniConfDir, "cni-conf-dir", "", "with --vmi-file: directory of NetworkAttachmentDefinition configs as <namespace>/<name>.conf (empty: no CNI networks)")
+	fl.StringVar(&f.cniCacheDir, "cni-cache-dir", "", "libcni's cache of attachments, for DEL after a crash (default <state-dir>/cni)")
+	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
+	fl.StringVar(&f.consoleBind, "console-bind-address", f.consoleBind, "with --kubeconfig: host:port of the serial console server (empty: none)")
+	fl.StringVar(&f.consoleAdv, "console-advertise-address", "", "host:port clients dial for consoles, published on the Node (default: the bound host, else the Node's InternalIP)")
 	return cmd
 }
 
@@ -161,6 +187,11 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 	if f.kubeconfig != "" {
 		return runVMFromAPI(cmd.Context(), f, reserved, conn, opts)
 	}
+	if f.cniConfDir != "" {
+		if opts.Networks, err = vmNetworks(f, netattach.DirSource{Dir: f.cniConfDir}); err != nil {
+			return err
+		}
+	}
 	src := agent.NewStaticSource(vmis...)
 	go printReports(cmd.OutOrStdout(), src.Stored(), opts.Log)
 	return agent.New(conn, opts).Run(cmd.Context(), src, f.resync)
@@ -168,7 +199,7 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
 // API server of f.kubeconfig until ctx ends.
-func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, hv hypervisor.Hypervisor, opts agent.Options) error {
+func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
@@ -196,7 +227,47 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, h
 	if err := src.Start(ctx); err != nil {
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	return agent.New(hv, opts).Run(ctx, src, f.resync)
+	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	consoleErr := make(chan error, 1)
+	if f.consoleBind != "" {
+		copts := console.DefaultOptions(f.nodeName)
+		copts.BindAddress, copts.AdvertiseAddress, copts.Log = f.consoleBind, f.consoleAdv, opts.Log.WithName("console")
+		opener := console.OpenerFunc(func(_ context.Context, name string) (io.ReadCloser, error) { return conn.OpenConsole(name) })
+		go func() {
+			if err := console.Run(ctx, src.Client(), opener, copts); err != nil {
+				consoleErr <- err
+				cancel()
+			}
+		}()
+	}
+	err = agent.New(conn, opts).Run(ctx, src, f.resync)
+	select {
+	case cerr := <-consoleErr:
+		return cerr
+	default:
+		return err
+	}
+}
+
+// vmNetworks gives the agent's CNI network setup: NetworkAttachmentDefinitions
+// from src, the plugins of --cni-bin-dir, libcni's cache in --cni-cache-dir
+// (default <state-dir>/cni), run in --cni-host-netns.
+func vmNetworks(f *vmFlags, src netattach.ConfigSource) (agent.NetworkSetup, error) {
+	o := netattach.DefaultOptions()
+	o.BinDirs, o.HostNetns = []string{f.cniBinDir}, f.cniHostNS
+	o.CacheDir = f.cniCacheDir
+	if o.CacheDir == "" {
+		o.CacheDir = filepath.Join(f.stateDir, "cni")
+	}
+	att, err := netattach.NewAttacher(o)
+	if err != nil {
+		return nil, fmt.Errorf("--cni-bin-dir/--cni-cache-dir: %w", err)
+	}
+	return &netattach.VMINetworks{Source: src, Attacher: att}, nil
 }
 
 // bridgeResolver maps the pod network to podBridge and multus networks

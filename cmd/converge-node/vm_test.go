@@ -25,6 +25,7 @@ import (
 	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
+	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/virtctl"
 )
 
@@ -198,7 +199,8 @@ func TestVMCommandAPI(t *testing.T) {
 	root.SetOut(out)
 	root.SetErr(out)
 	root.SetArgs([]string{"vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", "test://" + node,
-		"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi"})
+		"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi",
+		"--console-bind-address", "127.0.0.1:0"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	alive := func() {
@@ -217,6 +219,15 @@ func TestVMCommandAPI(t *testing.T) {
 	if n.Annotations[virtctl.AllocatableAnnotation] == "" {
 		t.Errorf("Node n1 has no %s annotation", virtctl.AllocatableAnnotation)
 	}
+	// The console server publishes where it listens and its certificate.
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		if c.Get(ctx, client.ObjectKey{Name: "n1"}, n) != nil {
+			return false
+		}
+		ep, err := console.EndpointFromNode(n)
+		return err == nil && strings.HasPrefix(ep.Address, "127.0.0.1:") && ep.Address != "127.0.0.1:0"
+	})
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
 		t.Fatal(err)

@@ -171,7 +171,8 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 		"--webhook=false", "--cache-dir", t.TempDir())
 	stateDir := filepath.Join(dir, "state")
 	agentProc := startProc(t, "converge-node vm", node, "vm", "--kubeconfig", kubeconfig, "--node-name", apiNode,
-		"--libvirt-uri", l.URI, "--domain-type", "qemu", "--state-dir", stateDir, "--resync", "5s", "--reserved-memory", "512Mi")
+		"--libvirt-uri", l.URI, "--domain-type", "qemu", "--state-dir", stateDir, "--resync", "5s", "--reserved-memory", "512Mi",
+		"--console-bind-address", "127.0.0.1:0")
 
 	// the agent registers its Node for the scheduler
 	n := &corev1.Node{}
