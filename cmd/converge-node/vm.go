@@ -26,6 +26,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/converge-dev/converge/nodeplane/netattach"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
@@ -200,6 +201,9 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
 // API server of f.kubeconfig until ctx ends.
 func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options) error {
+	// controller-runtime's and client-go's own log lines (cache, reflector)
+	// go to the agent's logger.
+	ctrllog.SetLogger(opts.Log.WithName("runtime"))
 	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
