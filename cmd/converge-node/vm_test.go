@@ -14,15 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
@@ -149,46 +147,16 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 // the agent's finalizer), removes it when it is deleted, and ends cleanly
 // when its context is cancelled.
 func TestVMCommandAPI(t *testing.T) {
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
 	ctrllog.SetLogger(logr.Discard())
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kubevirtv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "virtualmachineinstances" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil })
+	crdtest.Install(t, c, "virtualmachineinstances")
 
 	node, err := filepath.Abs("../../nodeplane/vm/libvirt/testdata/empty-node.xml")
 	if err != nil {

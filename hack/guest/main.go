@@ -2,10 +2,15 @@
 // Debian packages only: the kernel of Debian's cloud flavour
 // (linux-image-<abi>-cloud-amd64, the package the linux-image-cloud-amd64
 // metapackage depends on today, asked from apt) and an initramfs holding
-// busybox-static and init.sh as /init, which prints
-// "CONVERGE-GUEST-OK <hostname> <kernel release> tick=<n>" on the serial
-// console (console=ttyS0) every 2 s; the hostname comes from
-// converge.hostname= on the kernel command line.
+// busybox-static, the kernel's virtio_net module chain (netModules, as
+// /lib/modules/<name>.ko plus /lib/modules/order, the insmod order) and
+// init.sh as /init. On the serial console (console=ttyS0) init prints
+// "CONVERGE-GUEST-OK <hostname> <kernel release> tick=<n>" every 2 s; the
+// hostname comes from converge.hostname= on the kernel command line. With
+// converge.ip=ADDR/PREFIX it loads the modules, gives eth0 that address,
+// prints "CONVERGE-GUEST-NET <hostname> mac=<eth0 MAC> ip=ADDR/PREFIX",
+// and with converge.ping=PEER pings PEER every second until it answers,
+// then prints "CONVERGE-GUEST-PING-OK <PEER>" once.
 //
 // Usage (as root or with apt's download rights, after apt-get update):
 //
@@ -40,8 +45,14 @@ import (
 //go:embed init.sh
 var initScript []byte
 
-// builderVersion changes when the layout of the output changes.
-const builderVersion = "1"
+// builderVersion changes when the layout of the output changes (it is in
+// the stamp, so a change rebuilds bin/guest). 2: the virtio_net modules.
+const builderVersion = "2"
+
+// netModules is the virtio_net module chain of Debian's cloud kernel,
+// which builds virtio_pci and virtio_net as modules, in insmod
+// (dependency) order (shared notes, nodeplane.md §3).
+var netModules = []string{"virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci", "failover", "net_failover", "virtio_net"}
 
 const (
 	kernelMeta  = "linux-image-cloud-amd64"
@@ -72,7 +83,7 @@ func build(out string) (cached bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	stamp := fmt.Sprintf("builder=%s\n%s=%s\n%s=%s\ninit.sh=%x\n", builderVersion, kpkg, kver, busyboxPkg, bver, sha256.Sum256(initScript))
+	stamp := fmt.Sprintf("builder=%s\n%s=%s\n%s=%s\nmodules=%s\ninit.sh=%x\n", builderVersion, kpkg, kver, busyboxPkg, bver, strings.Join(netModules, ","), sha256.Sum256(initScript))
 	if old, err := os.ReadFile(filepath.Join(out, "stamp")); err == nil && string(old) == stamp &&
 		exists(filepath.Join(out, "vmlinuz")) && exists(filepath.Join(out, "initrd.gz")) {
 		return true, nil
@@ -111,7 +122,11 @@ func build(out string) (cached bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", busyboxPkg, bver, err)
 	}
-	initrd, err := initramfs(busybox)
+	modules, err := findModules(root, netModules)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", kpkg, kver, err)
+	}
+	initrd, err := initramfs(busybox, modules)
 	if err != nil {
 		return false, err
 	}
@@ -213,10 +228,58 @@ func candidate(pkg string) (string, error) {
 	return "", fmt.Errorf("apt-cache show %s: no Version field", pkg)
 }
 
-// initramfs gives a gzip'd newc cpio archive with busybox as /bin/busybox
-// and init.sh as /init. /dev is empty: init mounts devtmpfs first and then
-// opens /dev/console itself.
-func initramfs(busybox []byte) ([]byte, error) {
+// module is one kernel module for the initramfs.
+type module struct {
+	name string
+	body []byte
+}
+
+// findModules reads the modules names (without .ko) from the unpacked
+// kernel package at root (lib/modules/<release>/kernel/...), in the order
+// of names; a module missing, compressed or found twice is an error naming
+// it.
+func findModules(root string, names []string) ([]module, error) {
+	want := map[string]string{}
+	for _, n := range names {
+		want[n+".ko"] = ""
+	}
+	base := filepath.Join(root, "lib", "modules")
+	err := filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if prev, ok := want[d.Name()]; ok {
+			if prev != "" {
+				return fmt.Errorf("module %s: found twice, %s and %s", d.Name(), prev, path)
+			}
+			want[d.Name()] = path
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]module, 0, len(names))
+	for _, n := range names {
+		path := want[n+".ko"]
+		if path == "" {
+			return nil, fmt.Errorf("module %s: expected %s.ko (uncompressed, busybox insmod reads no .ko.xz) under %s", n, n, base)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, module{name: n, body: b})
+	}
+	return out, nil
+}
+
+// initramfs gives a gzip'd newc cpio archive with busybox as /bin/busybox,
+// the modules as /lib/modules/<name>.ko with their names in
+// /lib/modules/order (one a line, insmod order) and init.sh as /init.
+// /dev is empty: init mounts devtmpfs first and then opens /dev/console
+// itself.
+func initramfs(busybox []byte, modules []module) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
@@ -237,12 +300,22 @@ func initramfs(busybox []byte) ([]byte, error) {
 		_, err := w.Write(body)
 		return err
 	}
-	for _, d := range []string{"bin", "dev", "proc", "sbin", "sys", "tmp", "usr", "usr/bin", "usr/sbin"} {
+	for _, d := range []string{"bin", "dev", "lib", "lib/modules", "proc", "sbin", "sys", "tmp", "usr", "usr/bin", "usr/sbin"} {
 		if err := add(d, cpio.TypeDir|0o755, nil); err != nil {
 			return nil, err
 		}
 	}
 	if err := add("bin/busybox", cpio.TypeReg|0o755, busybox); err != nil {
+		return nil, err
+	}
+	var order strings.Builder
+	for _, m := range modules {
+		if err := add("lib/modules/"+m.name+".ko", cpio.TypeReg|0o644, m.body); err != nil {
+			return nil, err
+		}
+		order.WriteString(m.name + "\n")
+	}
+	if err := add("lib/modules/order", cpio.TypeReg|0o644, []byte(order.String())); err != nil {
 		return nil, err
 	}
 	if err := add("init", cpio.TypeReg|0o755, initScript); err != nil {

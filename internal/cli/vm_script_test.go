@@ -9,19 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 )
 
 // vmCluster is a real API server with KubeVirt's VM CRDs (as the graph's
@@ -34,45 +30,12 @@ type vmCluster struct {
 
 func newVMCluster(t *testing.T) *vmCluster {
 	t.Helper()
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kubevirtv1.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "virtualmachines" || crd.Name == "virtualmachineinstances" {
-			if err := c.Patch(t.Context(), crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("CRD %s: %v", crd.Name, err)
-			}
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return c.List(t.Context(), &kubevirtv1.VirtualMachineList{}) == nil && c.List(t.Context(), &kubevirtv1.VirtualMachineInstanceList{}) == nil
-	})
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
 	return &vmCluster{c: c, kubeconfig: kubeconfig, env: env}
 }
 

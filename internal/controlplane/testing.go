@@ -16,22 +16,7 @@ import (
 // apiextensions types. It skips t when the binaries are not built.
 func StartForTest(t testing.TB) client.Client {
 	t.Helper()
-	bin, err := BinDir()
-	if err != nil || !Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	env, err := Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c, _ := StartEnvForTest(t)
 	return c
 }
 
@@ -58,4 +43,33 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// StartEnvForTest is StartForTest for tests that need the Env (its
+// rest.Config for a manager or a kubeconfig) and more types: it starts a
+// control plane stopped at cleanup and gives it, a client and the client's
+// scheme, which knows the client-go types, apiextensions/v1 and whatever
+// addToScheme adds. It skips the test when the binaries are missing.
+func StartEnvForTest(t testing.TB, addToScheme ...func(*runtime.Scheme) error) (*Env, client.Client, *runtime.Scheme) {
+	t.Helper()
+	bin, err := BinDir()
+	if err != nil || !Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	env, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c, scheme
 }

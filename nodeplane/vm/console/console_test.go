@@ -15,16 +15,13 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 )
 
@@ -71,25 +68,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kubevirtv1.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
 	ctx := t.Context()
-	installVMCRDs(t, c)
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
 	e := &env{c: c, opener: &echoOpener{guests: map[string]net.Conn{}}, ns: "vms"}
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}))
 	must(t, c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}))
@@ -136,26 +117,6 @@ func newEnv(t *testing.T) *env {
 		return err == nil
 	})
 	return e
-}
-
-func installVMCRDs(t *testing.T, c client.Client) {
-	t.Helper()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "virtualmachines" || crd.Name == "virtualmachineinstances" {
-			must(t, c.Patch(t.Context(), crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return c.List(t.Context(), &kubevirtv1.VirtualMachineInstanceList{}) == nil
-	})
 }
 
 func saToken(t *testing.T, c client.Client, cs kubernetes.Interface, ns, name string) string {

@@ -1,0 +1,52 @@
+// Package crdtest installs the CRDs converge's graph generates into a test's
+// API server, so that tests of the controllers and agents run against the
+// same schemas a Sync installs.
+package crdtest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/crdwait"
+)
+
+// Install takes a test, a client and CRD plurals as the graph names them
+// ("virtualmachines", "datavolumes", …), applies those CRDs of
+// graph.NewEngine().CRDs() with server-side apply and waits up to 30 s
+// until each is established. It fails the test when a plural is not among
+// the graph's CRDs or a CRD is refused.
+func Install(t testing.TB, c client.Client, plurals ...string) {
+	t.Helper()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var names []string
+	for _, crd := range crds {
+		if !slices.Contains(plurals, crd.Name) {
+			continue
+		}
+		if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatalf("installing CRD %s: %v", crd.Object.GetName(), err)
+		}
+		names = append(names, crd.Object.GetName())
+	}
+	if len(names) != len(plurals) {
+		t.Fatalf("the graph generates %d of the CRDs %v (found %v)", len(names), plurals, names)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !crdwait.Wait(wctx, c, 50*time.Millisecond, names...) {
+		t.Fatalf("CRDs %v not established within 30s", names)
+	}
+}
