@@ -40,13 +40,39 @@ type Libvirt struct {
 	Started bool
 }
 
+// lockPath serialises the end-to-end tests of every test process on this
+// host: they share qemu:///system, so two at once would reuse, restart or
+// stop each other's libvirtd.
+const lockPath = "/run/converge-e2e.lock"
+
+// lockHost takes an exclusive flock on lockPath, released when t's
+// cleanups have run (the lock goes with the process if it dies).
+func lockHost(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("%s: %v", lockPath, err)
+	}
+	start := time.Now()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("%s: flock: %v", lockPath, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("waited %s for %s (another end-to-end test held it)", d.Round(time.Millisecond), lockPath)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
 // StartLibvirt checks the setup (root, the libvirt and QEMU binaries, the
 // libvirt-qemu user, user = "root" in /etc/libvirt/qemu.conf), then starts
 // virtlogd and, inside a new network namespace, libvirtd, and waits until
 // SystemURI answers (about 8 s while libvirt's QEMU capability cache is
 // empty, under 1 s after). Both are stopped by PID in t.Cleanup, after the
 // cleanups registered later (so a test's domain cleanup runs first). A
-// daemon that already answers is reused and left alone.
+// daemon that already answers is reused and left alone. It holds the host
+// lock (lockPath) for the rest of t, so concurrent test processes take
+// their turns.
 func StartLibvirt(t *testing.T) *Libvirt {
 	t.Helper()
 	Require(t, os.Geteuid() == 0, "the libvirt end-to-end tests run as root (libvirtd, network namespaces)")
@@ -59,6 +85,7 @@ func StartLibvirt(t *testing.T) *Libvirt {
 	conf, err := os.ReadFile(qemuConf)
 	Require(t, err == nil && rootUser.Match(conf), "%s must say user = \"root\" and group = \"root\": printf 'user = \"root\"\\ngroup = \"root\"\\n' > %s", qemuConf, qemuConf)
 
+	lockHost(t)
 	l := &Libvirt{URI: SystemURI, Dir: t.TempDir()}
 	if _, err := l.Virsh("version"); err == nil {
 		t.Logf("libvirtd: %s already answers; using it and leaving it running", SystemURI)
