@@ -45,7 +45,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 // Setup checks opts, labels the Node opts.NodeName
 // datavolume.ImporterNodeLabel=true when mgr starts, and registers the
-// "cdi-importer" controller once the DataVolume CRD is established. mgr's
+// "cdi-importer" controller once the DataVolume CRD is established; it
+// records core/v1 Events on DataVolumes as EventSource (the agent's RBAC
+// needs create/patch on events). mgr's
 // scheme must know cdi.kubevirt.io/v1beta1 and the client-go types.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.NodeName == "" {
@@ -68,7 +70,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			case <-time.After(opts.CRDPoll):
 			}
 		}
-		r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts}
+		r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts,
+			Events: mgr.GetEventRecorderFor(EventSource)} //nolint:staticcheck // core/v1 Events, which kubectl describe shows, as CDI
 		// The PVC of a DataVolume has its name: a PVC binding enqueues it.
 		byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}

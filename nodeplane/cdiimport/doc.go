@@ -26,6 +26,25 @@
 // answers) is retried Options.Retries times with doubling backoff,
 // counting status.restartCount like CDI's pod restarts, then Failed.
 //
+// Volumes. The PV's volume handle is resolved with hostpath.LookupVolume
+// (the driver's own layout and checks: a Ready volume of the named pool,
+// no symlinks), so the agent writes only into volumes the driver created.
+//
+// Filesystem overhead. CDI keeps a share of a Filesystem PVC free for the
+// filesystem inside it (CDIConfig spec.filesystemOverhead, global default
+// "0.055", i.e. 5.5 %, per StorageClass overridable): an image fits only if
+// its virtual size is at most the PVC size × (1 − overhead), and disk.img
+// is grown to that usable size, not to the PVC size. converge applies no
+// overhead: a hostpath volume is a directory of the pool's filesystem, not
+// a filesystem of its own sized to the PVC, and the driver sets no quota,
+// so disk.img is grown to the full PVC capacity (Block volumes: the
+// backing file's size, as CDI). A DataVolume sized for CDI therefore
+// imports here too; one sized to the byte for converge may be TooBig on
+// CDI.
+//
+// Events (core/v1, source EventSource) on the DataVolume follow CDI's:
+// Normal ImportInProgress, Normal ImportSucceeded, Warning ImportFailed.
+//
 // On start the agent labels its Node datavolume.ImporterNodeLabel=true so
 // the DataVolume controller places WaitForFirstConsumer imports here.
 package cdiimport

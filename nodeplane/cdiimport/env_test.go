@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,8 +46,9 @@ const (
 // DataVolume controller and the cdi-importer agent of node-a running in
 // one manager, and a storage pool in a temporary directory.
 type env struct {
-	c    client.Client
-	pool hostpath.Pool
+	c      client.Client
+	pool   hostpath.Pool
+	driver *hostpath.Driver
 }
 
 // requireTool fails when CONVERGE_REQUIRE_NODEPLANE=1 (CI) and skips
@@ -72,30 +75,13 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = cdiv1.AddToScheme(scheme)
+	scheme := newScheme()
 	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "datavolumes" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+	installDataVolumeCRD(t, c)
 
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
@@ -107,6 +93,12 @@ func newEnv(t *testing.T) *env {
 	must(t, c.Status().Update(ctx, n))
 
 	e := &env{c: c, pool: hostpath.Pool{Name: poolDir, Path: t.TempDir()}}
+	do := hostpath.DefaultOptions()
+	do.Endpoint, do.NodeID, do.Pools = "unix://"+filepath.Join(t.TempDir(), "csi.sock"), node, []hostpath.Pool{e.pool}
+	if e.driver, err = hostpath.New(do); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.driver.Close() })
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
@@ -138,14 +130,49 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// The managers' logs are not needed (failures show in the DataVolume
+// status the tests check).
+func init() { ctrl.SetLogger(logr.Discard()) }
+
+// newScheme knows the client-go types and cdi.kubevirt.io/v1beta1.
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = cdiv1.AddToScheme(scheme)
+	return scheme
+}
+
+// installDataVolumeCRD applies the DataVolume CRD converge's graph installs
+// and waits until DataVolumes can be listed.
+func installDataVolumeCRD(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if crd.Name == "datavolumes" {
+			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+				t.Fatalf("installing CRD %s: %v", crd.Name, err)
+			}
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+}
+
 // provision plays the provisioner and the PV controller, which do not
-// run in this test (the hostpath provisioner is another package, and
-// there is no kube-controller-manager): for each PVC of the StorageClass
-// with volume.kubernetes.io/selected-node set, it makes the volume
-// directory as the hostpath driver lays it out (<pool>/<id>/data), a CSI
-// PV of the driver with node affinity to that node and a claimRef, then
-// binds the PVC (spec.volumeName, then status.phase Bound through the
-// status subresource), as the PV controller would.
+// run in this test (chain_test.go runs the real ones with
+// kube-controller-manager): for each PVC of the StorageClass with
+// volume.kubernetes.io/selected-node set, it creates the volume through
+// the real hostpath driver's CreateVolume (in-process), a CSI PV of the
+// driver with node affinity to that node and a claimRef, then binds the
+// PVC (spec.volumeName, then status.phase Bound through the status
+// subresource), as the PV controller would.
 func (e *env) provision(t *testing.T, ctx context.Context) {
 	done := map[string]bool{}
 	for ctx.Err() == nil {
@@ -172,10 +199,21 @@ func (e *env) provision(t *testing.T, ctx context.Context) {
 
 func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeName string) error {
 	id := "pvc-" + string(pvc.UID)
-	if err := os.MkdirAll(filepath.Join(e.pool.Path, id, "data"), 0o750); err != nil {
+	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	capability := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	if pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+		capability.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
+	}
+	if _, err := e.driver.Controller().CreateVolume(ctx, &csi.CreateVolumeRequest{
+		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
+		VolumeCapabilities: []*csi.VolumeCapability{capability},
+		Parameters:         map[string]string{hostpath.ParameterStoragePool: e.pool.Name},
+	}); err != nil {
 		return err
 	}
-	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: id},
 		Spec: corev1.PersistentVolumeSpec{
@@ -320,3 +358,28 @@ func must(t *testing.T, err error) {
 }
 
 func keyOf(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// waitEvents waits until the DataVolume name has at least n Events of
+// reason from the agent, and gives all of its Events from the agent.
+func waitEvents(t *testing.T, c client.Client, name, reason string, n int) []corev1.Event {
+	t.Helper()
+	var out []corev1.Event
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		l := &corev1.EventList{}
+		if err := c.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+			return false
+		}
+		out = nil
+		got := 0
+		for _, e := range l.Items {
+			if e.InvolvedObject.Kind == "DataVolume" && e.InvolvedObject.Name == name && e.Source.Component == cdiimport.EventSource {
+				out = append(out, e)
+				if e.Reason == reason {
+					got += int(max(e.Count, 1))
+				}
+			}
+		}
+		return got >= n
+	})
+	return out
+}

@@ -14,6 +14,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/importer"
 )
 
@@ -62,6 +63,9 @@ func TestImport(t *testing.T) {
 		wantCond(t, dv, cdiv1.DataVolumeReady, corev1.ConditionTrue, "")
 		wantCond(t, dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, datavolume.ReasonCompleted)
 		wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, datavolume.ReasonBound)
+		evs := waitEvents(t, e.c, "fedora", cdiimport.EventImportSucceeded, 1)
+		wantEvent(t, evs, corev1.EventTypeNormal, cdiimport.EventImportInProgress, "Import into fedora in progress")
+		wantEvent(t, evs, corev1.EventTypeNormal, cdiimport.EventImportSucceeded, "Successfully imported into PVC fedora")
 		between := false
 		for _, p := range seen {
 			v, err := strconv.ParseFloat(strings.TrimSuffix(p, "%"), 64)
@@ -149,11 +153,36 @@ func TestImport(t *testing.T) {
 			if dv.Status.RestartCount != tc.restarts {
 				t.Errorf("restartCount %d, want %d", dv.Status.RestartCount, tc.restarts)
 			}
+			// One Warning per failed run, naming the PVC, reason and URL.
+			evs := waitEvents(t, e.c, tc.name, cdiimport.ReasonImportFailed, int(tc.restarts)+1)
+			wantEvent(t, evs, corev1.EventTypeWarning, cdiimport.ReasonImportFailed, "Failed to import into PVC "+tc.name+": "+string(tc.reason)+": ")
+			wantEvent(t, evs, corev1.EventTypeWarning, cdiimport.ReasonImportFailed, url+tc.path)
+			for _, ev := range evs {
+				if ev.Reason == cdiimport.EventImportSucceeded {
+					t.Errorf("DataVolume %s failed but has event %s %q", tc.name, ev.Reason, ev.Message)
+				}
+			}
 			if _, err := os.Stat(e.diskPath(t, tc.name)); !os.IsNotExist(err) {
 				t.Errorf("disk.img exists after a failed import (stat: %v)", err)
 			}
 		})
 	}
+}
+
+// wantEvent checks that evs has an Event of type and reason whose message
+// contains msg.
+func wantEvent(t *testing.T, evs []corev1.Event, typ, reason, msg string) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Type == typ && ev.Reason == reason && strings.Contains(ev.Message, msg) {
+			return
+		}
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Type+" "+ev.Reason+" "+ev.Message)
+	}
+	t.Errorf("no %s %s event containing %q; events: %q", typ, reason, msg, got)
 }
 
 func wantCond(t *testing.T, dv *cdiv1.DataVolume, typ cdiv1.DataVolumeConditionType, status corev1.ConditionStatus, reason string) *cdiv1.DataVolumeCondition {

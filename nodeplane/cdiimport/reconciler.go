@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,7 @@ import (
 
 // ReasonImportFailed is the Running reason of a failure that carries no
 // importer.Reason (a blank image that cannot be written, a missing CA
-// ConfigMap).
+// ConfigMap), and the reason of the Warning Event after every failed run.
 const ReasonImportFailed = "ImportFailed"
 
 // permanent are the importer reasons a rerun would only repeat.
@@ -38,6 +39,9 @@ type Reconciler struct {
 	Client  client.Client
 	Reader  client.Reader
 	Options Options
+	// Events receives the DataVolume Events (see EventImportInProgress);
+	// nil records none.
+	Events record.EventRecorder
 }
 
 // Reconcile runs the import of req's DataVolume to the end (Succeeded or
@@ -79,10 +83,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	backoff := r.Options.Backoff
 	for {
+		started := false
 		dv, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 			if dv.Status.Phase == cdiv1.Succeeded || dv.Status.Phase == cdiv1.Failed {
 				return false
 			}
+			started = dv.Status.Phase != cdiv1.ImportInProgress
 			dv.Status.Phase = cdiv1.ImportInProgress
 			if dv.Status.Progress == "" {
 				dv.Status.Progress = "0.00%"
@@ -97,6 +103,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if dv.Status.Phase != cdiv1.ImportInProgress {
 			return ctrl.Result{}, nil
 		}
+		if started {
+			event(r.Events, dv, corev1.EventTypeNormal, EventImportInProgress, "Import into %s in progress", pvc.Name)
+		}
 		start := time.Now()
 		ierr := r.importOnce(ctx, dv, kind, vol, size)
 		if ctx.Err() != nil {
@@ -104,13 +113,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if ierr == nil {
 			log.Info("import succeeded", "duration", time.Since(start))
-			_, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
+			dv, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 				dv.Status.Phase = cdiv1.Succeeded
 				dv.Status.Progress = "100.0%"
 				c := datavolume.SetCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, datavolume.ReasonCompleted, "Import Complete")
 				dv.Status.Conditions = datavolume.SetCondition(c, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "")
 				return true
 			})
+			if err == nil {
+				event(r.Events, dv, corev1.EventTypeNormal, EventImportSucceeded, "Successfully imported into PVC %s", pvc.Name)
+			}
 			return ctrl.Result{}, err
 		}
 		reason := string(importer.ReasonOf(ierr))
@@ -119,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		final := slices.Contains(permanent, importer.Reason(reason)) || int(dv.Status.RestartCount) >= r.Options.Retries
 		log.Info("import failed", "reason", reason, "error", ierr.Error(), "restartCount", dv.Status.RestartCount, "final", final)
+		event(r.Events, dv, corev1.EventTypeWarning, ReasonImportFailed, "Failed to import into PVC %s: %s: %s", pvc.Name, reason, ierr.Error())
 		_, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 			if final {
 				dv.Status.Phase = cdiv1.Failed

@@ -2,7 +2,6 @@ package cdiimport
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +24,8 @@ type Volume struct {
 // or node affinity naming another node. err names the PV and says what was
 // expected when the PV is the driver's but cannot be used here (a bad
 // volume handle, an unknown pool, a volume directory missing or replaced
-// by a symlink).
+// by a symlink: hostpath.LookupVolume), or when the PV's volumeMode is not
+// the volume's access type.
 func Resolve(pv *corev1.PersistentVolume, opts Options) (v Volume, ok bool, err error) {
 	csi := pv.Spec.CSI
 	if csi == nil || csi.Driver != opts.DriverName || !onNode(pv, opts.NodeName) {
@@ -50,45 +50,28 @@ func Resolve(pv *corev1.PersistentVolume, opts Options) (v Volume, ok bool, err 
 		}
 	}
 	block := pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock
-	p, err := volumePath(pool, csi.VolumeHandle, block)
+	data, err := hostpath.LookupVolume(pool, csi.VolumeHandle)
 	if err != nil {
 		return Volume{}, true, fmt.Errorf("PersistentVolume %s: %w", pv.Name, err)
 	}
-	return Volume{Path: p, Block: block}, true, nil
-}
-
-// volumePath gives the disk image path of volume id in pool, checking that
-// the volume directory (and for Filesystem its data directory) is a real
-// directory, not a symlink out of the pool.
-//
-// TODO(hostpath owner): export the driver's path resolution (volumeMeta.
-// dataPath with the pool's os.Root checks, e.g. hostpath.DataPath(pool, id,
-// block)) and use it here instead of this copy of the layout
-// <pool>/<id>/data (Filesystem) and <pool>/<id>/disk.img (Block).
-func volumePath(pool hostpath.Pool, id string, block bool) (string, error) {
-	dir := filepath.Join(pool.Path, id)
-	if err := realDir(dir); err != nil {
-		return "", fmt.Errorf("volume %s of storage pool %s: %w", id, pool.Name, err)
+	if data.Block != block {
+		return Volume{}, true, fmt.Errorf("PersistentVolume %s: volumeMode %s, but volume %s of storage pool %s is a %s volume", pv.Name, modeName(block), csi.VolumeHandle, pool.Name, modeName(data.Block))
 	}
 	if block {
-		return filepath.Join(dir, "disk.img"), nil
+		return Volume{Path: data.Path, Block: true}, true, nil
 	}
-	data := filepath.Join(dir, "data")
-	if err := realDir(data); err != nil {
-		return "", fmt.Errorf("volume %s of storage pool %s: %w", id, pool.Name, err)
-	}
-	return filepath.Join(data, "disk.img"), nil
+	return Volume{Path: filepath.Join(data.Path, DiskImage)}, true, nil
 }
 
-func realDir(p string) error {
-	st, err := os.Lstat(p)
-	if err != nil {
-		return err
+// DiskImage is the file name of a VM disk in a Filesystem volume's data
+// directory, as KubeVirt and CDI use it.
+const DiskImage = "disk.img"
+
+func modeName(block bool) string {
+	if block {
+		return string(corev1.PersistentVolumeBlock)
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is a %v, expected a directory", p, st.Mode().Type())
-	}
-	return nil
+	return string(corev1.PersistentVolumeFilesystem)
 }
 
 // onNode reports whether pv's required node affinity selects node by

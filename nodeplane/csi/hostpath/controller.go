@@ -146,7 +146,7 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 // detachAll detaches every loop device backed by m's disk file.
 func detachAll(p *pool, m *volumeMeta) error {
 	f, err := p.openData(m, 0)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotVolume) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotVolume) {
 		return nil // no disk file of ours: nothing can be attached
 	}
 	if err != nil {

@@ -18,7 +18,9 @@
 // only reached through it, so a volume ID or a symlink planted in a pool
 // cannot make the driver create, open or remove a file outside the pool.
 // Bind mounts use /proc/self/fd paths of descriptors opened through the
-// root. Volume IDs are validated by ValidateVolumeID.
+// root. Volume IDs are validated by ValidateVolumeID. Other agents on the
+// node (the cdi-importer) reach a volume's data through LookupVolume, with
+// the same checks.
 //
 // Topology. Volumes live on one node: NodeGetInfo and CreateVolume report
 // the segment TopologyKey=<node-id>, and the controller service of a node

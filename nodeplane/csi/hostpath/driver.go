@@ -182,7 +182,7 @@ func (d *Driver) lookup(id string) (*pool, *volumeMeta, error) {
 		switch {
 		case err == nil:
 			return p, m, nil
-		case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotVolume):
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNotVolume):
 			continue
 		default:
 			return nil, nil, status.Error(codes.Internal, err.Error())

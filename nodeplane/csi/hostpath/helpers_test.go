@@ -13,7 +13,7 @@ import (
 
 // requireRoot skips t when not root (bind mounts and loop devices need
 // CAP_SYS_ADMIN), or fails it when CONVERGE_REQUIRE_NODEPLANE=1.
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		return
@@ -47,7 +47,7 @@ func (r *runningDriver) identity() csi.IdentityClient     { return csi.NewIdenti
 
 // startDriver starts a real Driver with opts on its unix socket; it is
 // stopped (and its pools closed) by the returned stop or at cleanup.
-func startDriver(t *testing.T, opts Options) *runningDriver {
+func startDriver(t testing.TB, opts Options) *runningDriver {
 	t.Helper()
 	d, err := New(opts)
 	if err != nil {

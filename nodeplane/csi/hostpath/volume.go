@@ -41,9 +41,10 @@ type publication struct {
 	AccessMode string `json:"accessMode"`
 }
 
-// errNotVolume marks an entry of a pool that exists but is not a volume of
-// this driver (no or foreign metadata, a symlink, a file).
-var errNotVolume = errors.New("not a volume directory of this driver")
+// ErrNotVolume marks an entry of a pool that exists but is not a volume of
+// this driver (no or foreign metadata, a symlink, a file) or whose data is
+// not what its metadata says; test with errors.Is.
+var ErrNotVolume = errors.New("not a volume directory of this driver")
 
 func (m *volumeMeta) publication(target string) (publication, bool) {
 	i := slices.IndexFunc(m.Publications, func(p publication) bool { return p.TargetPath == target })
@@ -61,7 +62,7 @@ func (m *volumeMeta) dataPath() string {
 }
 
 // read loads the metadata of volume id (already validated). It returns an
-// error wrapping fs.ErrNotExist when there is no entry id, and errNotVolume
+// error wrapping fs.ErrNotExist when there is no entry id, and ErrNotVolume
 // when the entry is not a real directory with this pool's volume.json.
 func (p *pool) read(id string) (*volumeMeta, error) {
 	st, err := p.root.Lstat(id)
@@ -69,12 +70,12 @@ func (p *pool) read(id string) (*volumeMeta, error) {
 		return nil, fmt.Errorf("storage pool %s: volume %s: %w", p.Name, id, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w (a %s)", p.Name, id, errNotVolume, st.Mode().Type())
+		return nil, fmt.Errorf("storage pool %s: volume %s: %w (a %s)", p.Name, id, ErrNotVolume, st.Mode().Type())
 	}
 	mp := path.Join(id, metaFile)
 	mst, err := p.root.Lstat(mp)
 	if err != nil || !mst.Mode().IsRegular() {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w (no regular %s)", p.Name, id, errNotVolume, metaFile)
+		return nil, fmt.Errorf("storage pool %s: volume %s: %w (no regular %s)", p.Name, id, ErrNotVolume, metaFile)
 	}
 	b, err := p.root.ReadFile(mp)
 	if err != nil {
@@ -82,10 +83,10 @@ func (p *pool) read(id string) (*volumeMeta, error) {
 	}
 	var m volumeMeta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s: %w (%v)", p.Name, id, metaFile, errNotVolume, err)
+		return nil, fmt.Errorf("storage pool %s: volume %s: %s: %w (%v)", p.Name, id, metaFile, ErrNotVolume, err)
 	}
 	if m.ID != id || m.Pool != p.Name {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s names volume %q of pool %q: %w", p.Name, id, metaFile, m.ID, m.Pool, errNotVolume)
+		return nil, fmt.Errorf("storage pool %s: volume %s: %s names volume %q of pool %q: %w", p.Name, id, metaFile, m.ID, m.Pool, ErrNotVolume)
 	}
 	return &m, nil
 }
@@ -214,7 +215,7 @@ func (p *pool) openData(m *volumeMeta, flag int) (*os.File, error) {
 		flag = os.O_RDONLY
 	}
 	if !want {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s is a %v: %w", p.Name, m.ID, dp, st.Mode().Type(), errNotVolume)
+		return nil, fmt.Errorf("storage pool %s: volume %s: %s is a %v: %w", p.Name, m.ID, dp, st.Mode().Type(), ErrNotVolume)
 	}
 	f, err := p.root.OpenFile(dp, flag, 0)
 	if err != nil {
