@@ -49,13 +49,15 @@ test: controlplane $(BIN)/cue cni
 ## bench: render and apply against a local API server; MAC allocations/s
 ## (pool alone, and VM creations with and without the MAC pool webhook);
 ## CNI ADD+DEL through converge next to the bridge plugin alone (root);
-## image import next to qemu-img convert; CSI NodePublish (root)
+## image import next to qemu-img convert; CSI NodePublish (root); VMI →
+## Running through the agent next to defining the domain directly
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
+	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 
 clean:
 	rm -rf $(BIN)

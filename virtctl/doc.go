@@ -14,7 +14,9 @@
 //     requests against the node's allocatable minus the VMIs already placed
 //     there (Schedule, pure). A VMI nothing can take stays Pending with
 //     condition PodScheduled=False, reason Unschedulable and a
-//     kube-scheduler-style message.
+//     kube-scheduler-style message. Binding sets the label NodeNameLabel
+//     (kubevirt.io/nodeName) to the node before status.nodeName, as
+//     KubeVirt's virt-controller does; the agent watches on that label.
 //
 // The node agent's contract: it labels its Node AgentLabel=true; it
 // reports what the node offers VMs in the annotation AllocatableAnnotation

@@ -26,11 +26,14 @@ const NADResourceAnnotation = "k8s.v1.cni.cncf.io/resourceName"
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
-// SchedulerReconciler binds pending VMIs to nodes (Schedule): it writes
-// status.nodeName, phase Scheduled and condition PodScheduled=True, or
-// leaves the VMI Pending with PodScheduled=False, reason Unschedulable and
-// Schedule's message, and retries when nodes or placements change and
-// every Options.UnschedulableRetry.
+// SchedulerReconciler binds pending VMIs to nodes (Schedule): it sets the
+// label NodeNameLabel to the node, then writes status.nodeName, phase
+// Scheduled and condition PodScheduled=True (as KubeVirt's virt-controller
+// sets the label with status.nodeName); or it leaves the VMI Pending with
+// PodScheduled=False, reason Unschedulable and Schedule's message, without
+// NodeNameLabel, and retries when nodes or placements change and every
+// Options.UnschedulableRetry. A bound VMI whose NodeNameLabel disagrees
+// with status.nodeName (StaleNodeLabel) gets the label fixed.
 type SchedulerReconciler struct {
 	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
@@ -54,6 +57,9 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !Pending(vmi) {
+		if vmi.Status.NodeName != "" && StaleNodeLabel(vmi) {
+			return ctrl.Result{}, client.IgnoreNotFound(setNodeLabel(ctx, r.Client, vmi, vmi.Status.NodeName))
+		}
 		return ctrl.Result{}, nil
 	}
 	if _, ok := r.assumed[vmi.UID]; ok {
@@ -75,6 +81,11 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	d := Schedule(vmi, requests, nodes.Items, placed)
 	if d.Node == "" {
 		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, d.Message)
+	}
+	// the label first: the agent watches its node's label, so it sees the
+	// VMI before status.nodeName makes it its own
+	if err := setNodeLabel(ctx, r.Client, vmi, d.Node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("binding to node %s: %w", d.Node, err))
 	}
 	patch := client.MergeFrom(vmi.DeepCopy())
 	vmi.Status.NodeName = d.Node
@@ -163,6 +174,9 @@ func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable
 // and message.
 func (r *SchedulerReconciler) unschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, message string) error {
+	if err := setNodeLabel(ctx, r.Client, vmi, ""); err != nil && !apierrors.IsNotFound(err) {
+		return err // a label left by a failed binding
+	}
 	patch := client.MergeFrom(vmi.DeepCopy())
 	setPhase(vmi, kubevirtv1.Pending)
 	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{

@@ -63,7 +63,7 @@ func register(mgr ctrl.Manager, opts Options) error {
 		Named("vmi-scheduler").
 		For(&kubevirtv1.VirtualMachineInstance{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			v, ok := o.(*kubevirtv1.VirtualMachineInstance)
-			return ok && Pending(v)
+			return ok && (Pending(v) || (v.Status.NodeName != "" && StaleNodeLabel(v)))
 		}))).
 		// Capacity changes: nodes, and VMIs that ended or left.
 		Watches(&corev1.Node{}, pending).

@@ -13,7 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -39,6 +41,12 @@ type APIOptions struct {
 	NodeName string
 	// Namespace limits the watch to one namespace ("": all).
 	Namespace string
+	// LabelledOnly watches only the VMIs labelled NodeNameLabel=NodeName,
+	// as KubeVirt's virt-handler does; VMIs bound without the label
+	// (objects older than it, tests that write status.nodeName by hand)
+	// are then not run. False (the default) also watches the VMIs without
+	// the label.
+	LabelledOnly bool
 	// RetryAfter is how often reports the API refused are tried again.
 	RetryAfter time.Duration
 	// Log receives store errors and retries.
@@ -51,13 +59,25 @@ func DefaultAPIOptions(node string) APIOptions {
 	return APIOptions{NodeName: node, RetryAfter: 2 * time.Second, Log: logr.Discard()}
 }
 
-// APISource is the Source of `converge-node vm --kubeconfig`: a
-// controller-runtime informer cache on kubevirt.io/v1
-// VirtualMachineInstances (its watch reconnects and relists on its own
-// when it breaks). The scheduler (virtctl) sets no label naming the node,
-// and CRDs have no field selector on status.nodeName, so the cache holds
-// every VMI and List filters on status.nodeName client-side (KubeVirt's
-// virt-handler selects on the label kubevirt.io/nodeName instead).
+// NodeNameLabel is the label naming a VMI's node, kubevirt.io/nodeName
+// (kubevirtv1.NodeNameLabel), which the scheduler (virtctl) sets before it
+// writes status.nodeName, as KubeVirt's virt-controller does.
+const NodeNameLabel = kubevirtv1.NodeNameLabel
+
+// APISource is the Source of `converge-node vm --kubeconfig`:
+// controller-runtime informer caches on kubevirt.io/v1
+// VirtualMachineInstances (their watches reconnect and relist on their own
+// when they break). CRDs have no field selector on status.nodeName, so
+// the caches select on the label NodeNameLabel, as KubeVirt's virt-handler
+// does: one holds the VMIs labelled with this node, the other (unless
+// APIOptions.LabelledOnly) the VMIs without the label: pending ones, and
+// bound ones that predate the label or were bound by hand. VMIs labelled
+// for other nodes, the bulk of a large cluster, are never transferred.
+// List gives the VMIs of both whose status.nodeName is the node. A bound
+// VMI must not gain or lose the label while it runs (the scheduler sets
+// it before binding and only ever fixes it to status.nodeName): moving
+// from one watch to the other, it could be missing from both for a
+// moment, and the agent would take its domain for an orphan.
 //
 // Store writes a report as a JSON merge patch of status (only what the
 // agent changed) through the status subresource, with the VMI's
@@ -70,9 +90,9 @@ func DefaultAPIOptions(node string) APIOptions {
 // lost. Statuses just written are overlaid too until the cache shows the
 // write, so the level-triggered agent never acts on a stale status.
 type APISource struct {
-	c     client.Client
-	cache cache.Cache
-	opts  APIOptions
+	c      client.Client
+	caches []cache.Cache // labelled with the node, then (unless LabelledOnly) unlabelled
+	opts   APIOptions
 
 	changed chan struct{}
 	ctx     context.Context
@@ -107,13 +127,21 @@ func NewAPISource(cfg *rest.Config, scheme *runtime.Scheme, opts APIOptions) (*A
 	if err != nil {
 		return nil, fmt.Errorf("API server %s: client: %w", cfg.Host, err)
 	}
-	copts := cache.Options{Scheme: scheme}
-	if opts.Namespace != "" {
-		copts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
-	}
-	ca, err := cache.New(cfg, copts)
+	selectors, err := selectors(opts)
 	if err != nil {
-		return nil, fmt.Errorf("API server %s: cache: %w", cfg.Host, err)
+		return nil, err
+	}
+	var caches []cache.Cache
+	for _, sel := range selectors {
+		copts := cache.Options{Scheme: scheme, DefaultLabelSelector: sel}
+		if opts.Namespace != "" {
+			copts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+		}
+		ca, err := cache.New(cfg, copts)
+		if err != nil {
+			return nil, fmt.Errorf("API server %s: cache of VMIs %s: %w", cfg.Host, sel, err)
+		}
+		caches = append(caches, ca)
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
@@ -121,41 +149,75 @@ func NewAPISource(cfg *rest.Config, scheme *runtime.Scheme, opts APIOptions) (*A
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &APISource{c: c, cache: ca, opts: opts, changed: make(chan struct{}, 1),
+	return &APISource{c: c, caches: caches, opts: opts, changed: make(chan struct{}, 1),
 		pending: map[types.UID]Report{}, written: map[types.UID]written{}}, nil
 }
 
 // Client gives the source's uncached client (for RegisterNode).
 func (s *APISource) Client() client.Client { return s.c }
 
-// Start runs the cache until ctx ends and waits for its first list. It
-// fails when the VirtualMachineInstance CRD is not served or the cache
+// selectors gives the label selectors of the caches: NodeNameLabel =
+// the node, then (unless LabelledOnly) no NodeNameLabel. A node name that
+// is no valid label value is an error naming it.
+func selectors(opts APIOptions) ([]labels.Selector, error) {
+	mine, err := labels.ValidatedSelectorFromSet(labels.Set{NodeNameLabel: opts.NodeName})
+	if err != nil {
+		return nil, fmt.Errorf("VM agent API source: node name %q is not a valid value of label %s: %w", opts.NodeName, NodeNameLabel, err)
+	}
+	if opts.LabelledOnly {
+		return []labels.Selector{mine}, nil
+	}
+	none, err := labels.NewRequirement(NodeNameLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []labels.Selector{mine, labels.NewSelector().Add(*none)}, nil
+}
+
+// Start runs the caches until ctx ends and waits for their first list.
+// It fails when the VirtualMachineInstance CRD is not served or a cache
 // does not sync before ctx ends; the error names the API server.
 func (s *APISource) Start(ctx context.Context) error {
 	s.ctx = ctx
-	inf, err := s.cache.GetInformer(ctx, &kubevirtv1.VirtualMachineInstance{})
-	if err != nil {
-		return fmt.Errorf("watching VirtualMachineInstances (is the kubevirt.io CRD installed?): %w", err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.signal() },
-		UpdateFunc: func(any, any) { s.signal() },
-		DeleteFunc: func(any) { s.signal() },
-	}); err != nil {
-		return fmt.Errorf("watching VirtualMachineInstances: %w", err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- s.cache.Start(ctx) }()
-	if !s.cache.WaitForCacheSync(ctx) {
-		select {
-		case err := <-errc:
-			return fmt.Errorf("watching VirtualMachineInstances: %w", err)
-		default:
+	errc := make(chan error, len(s.caches))
+	for _, ca := range s.caches {
+		inf, err := ca.GetInformer(ctx, &kubevirtv1.VirtualMachineInstance{})
+		if err != nil {
+			return fmt.Errorf("watching VirtualMachineInstances (is the kubevirt.io CRD installed?): %w", err)
 		}
-		return errors.New("watching VirtualMachineInstances: the cache did not sync before the agent stopped")
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.signal() },
+			UpdateFunc: func(any, any) { s.signal() },
+			DeleteFunc: func(any) { s.signal() },
+		}); err != nil {
+			return fmt.Errorf("watching VirtualMachineInstances: %w", err)
+		}
+		go func() { errc <- ca.Start(ctx) }()
+	}
+	for _, ca := range s.caches {
+		if !ca.WaitForCacheSync(ctx) {
+			select {
+			case err := <-errc:
+				return fmt.Errorf("watching VirtualMachineInstances: %w", err)
+			default:
+			}
+			return errors.New("watching VirtualMachineInstances: the cache did not sync before the agent stopped")
+		}
 	}
 	go s.retryLoop(ctx)
 	return nil
+}
+
+// cached gets VMI id from the caches (the labelled one first); false when
+// none holds it.
+func (s *APISource) cached(ctx context.Context, id types.NamespacedName) (*kubevirtv1.VirtualMachineInstance, bool) {
+	for _, ca := range s.caches {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := ca.Get(ctx, id, vmi); err == nil {
+			return vmi, true
+		}
+	}
+	return nil, false
 }
 
 // Changed is signalled on every VMI event and when a pending report is
@@ -169,28 +231,35 @@ func (s *APISource) signal() {
 	}
 }
 
-// List gives the VMIs of the cache whose status.nodeName is the node,
-// sorted by namespace and name, with the reports not yet stored (or not
-// yet in the cache) overlaid on their status. A cache error gives nothing
-// (it is logged; the cache recovers on its own).
+// List gives the VMIs of the caches whose status.nodeName is the node
+// (once each: the labelled cache's copy when a VMI is in both), sorted by
+// namespace and name, with the reports not yet stored (or not yet in the
+// cache) overlaid on their status. A cache error gives nothing (it is
+// logged; the cache recovers on its own).
 func (s *APISource) List() []*kubevirtv1.VirtualMachineInstance {
 	ctx := s.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	list := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := s.cache.List(ctx, list); err != nil {
-		s.opts.Log.Error(err, "listing VirtualMachineInstances from the cache")
-		return nil
+	var items []kubevirtv1.VirtualMachineInstance
+	for _, ca := range s.caches {
+		list := &kubevirtv1.VirtualMachineInstanceList{}
+		if err := ca.List(ctx, list); err != nil {
+			s.opts.Log.Error(err, "listing VirtualMachineInstances from the cache")
+			return nil
+		}
+		items = append(items, list.Items...)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*kubevirtv1.VirtualMachineInstance
-	for i := range list.Items {
-		v := &list.Items[i]
-		if v.Status.NodeName != s.opts.NodeName {
+	seen := map[types.UID]bool{}
+	for i := range items {
+		v := &items[i]
+		if v.Status.NodeName != s.opts.NodeName || seen[v.UID] {
 			continue
 		}
+		seen[v.UID] = true
 		s.overlay(v)
 		out = append(out, v.DeepCopy())
 	}
@@ -290,9 +359,9 @@ func (s *APISource) flush() bool {
 // when its VMI is gone.
 func (s *APISource) store(ctx context.Context, r Report) (*written, error) {
 	id := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := s.cache.Get(ctx, id, vmi); err != nil || vmi.UID != r.UID {
-		vmi = nil // not in the cache (yet, or any more): ask the API
+	vmi, ok := s.cached(ctx, id)
+	if !ok || vmi.UID != r.UID {
+		vmi = nil // not in the caches (yet, or any more): ask the API
 	}
 	var out *written
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -95,11 +95,22 @@ func InstallVMCRDs(t *testing.T, c client.Client) {
 // scheduler does (status.nodeName, phase Scheduled).
 func (e *apiEnv) createVMI(t *testing.T, ns, name, nodeName string) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
+	return e.createLabelledVMI(t, ns, name, nodeName, "")
+}
+
+// createLabelledVMI is createVMI with the label kubevirt.io/nodeName =
+// label set at creation ("": none), as the scheduler sets it before it
+// binds.
+func (e *apiEnv) createLabelledVMI(t *testing.T, ns, name, nodeName, label string) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
 	ctx := context.Background()
 	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if label != "" {
+		vmi.Labels = map[string]string{agent.NodeNameLabel: label}
+	}
 	q := resource.MustParse("64Mi")
 	grace := int64(0)
 	vmi.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
@@ -145,9 +156,13 @@ func testDriver(t *testing.T) *libvirt.Conn {
 
 func startSource(t *testing.T, e *apiEnv, node string) (*agent.APISource, context.Context) {
 	t.Helper()
+	return startSourceWith(t, e, agent.DefaultAPIOptions(node))
+}
+
+func startSourceWith(t *testing.T, e *apiEnv, opts agent.APIOptions) (*agent.APISource, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	opts := agent.DefaultAPIOptions(node)
 	opts.RetryAfter = 200 * time.Millisecond
 	opts.Log = testr.New(t)
 	src, err := agent.NewAPISource(e.cfg, e.scheme, opts)
@@ -353,4 +368,59 @@ func TestAPISourceRetriesRefusedReports(t *testing.T) {
 		return e.getVMI(t, "ns", "v").Status.Phase == kubevirtv1.Running && src.Pending() == 0
 	})
 	t.Logf("the pending report was stored %s after writes were allowed again (retry every 200 ms)", time.Since(start).Round(time.Millisecond))
+}
+
+// TestAPISourceNodeLabel: the source's caches select on
+// kubevirt.io/nodeName. By default List gives the node's VMIs labelled for
+// it and those bound without the label (hand-bound, older objects); with
+// LabelledOnly only the labelled ones. A VMI labelled for another node is
+// in neither cache, even with status.nodeName naming this node (the
+// scheduler fixes such a label). A node name that is no label value is
+// refused up front.
+func TestAPISourceNodeLabel(t *testing.T) {
+	e := newAPIEnv(t)
+	all, _ := startSource(t, e, "node-a")
+	lopts := agent.DefaultAPIOptions("node-a")
+	lopts.LabelledOnly = true
+	labelled, _ := startSourceWith(t, e, lopts)
+	e.createLabelledVMI(t, "ns", "labelled", "node-a", "node-a")
+	e.createLabelledVMI(t, "ns", "hand", "node-a", "")
+	e.createLabelledVMI(t, "ns", "mislabelled", "node-a", "node-b")
+	e.createLabelledVMI(t, "ns", "theirs", "node-b", "node-b")
+	e.createLabelledVMI(t, "ns", "pending", "", "")
+	names := func(src *agent.APISource) string {
+		var out []string
+		for _, v := range src.List() {
+			out = append(out, v.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	// the sources see the objects once their watch delivered them
+	var gotAll, gotLabelled string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last List: default source %q, LabelledOnly source %q", gotAll, gotLabelled)
+		}
+	})
+	settled := func(wantAll, wantLabelled string) func() bool {
+		return func() bool {
+			gotAll, gotLabelled = names(all), names(labelled)
+			return gotAll == wantAll && gotLabelled == wantLabelled
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, settled("hand,labelled", "labelled"))
+	// a later update of the VMI labelled for node-b, then a new VMI of
+	// node-a: once both sources show the new one, the other is still out
+	v := e.getVMI(t, "ns", "mislabelled")
+	v.Annotations = map[string]string{"touched": "yes"}
+	if err := e.c.Update(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+	e.createLabelledVMI(t, "ns", "sentinel", "node-a", "node-a")
+	controlplane.Eventually(t, 30*time.Second, settled("hand,labelled,sentinel", "labelled,sentinel"))
+
+	_, err := agent.NewAPISource(e.cfg, e.scheme, agent.DefaultAPIOptions(strings.Repeat("n", 64)+".example"))
+	if err == nil || !strings.Contains(err.Error(), "is not a valid value of label kubevirt.io/nodeName") {
+		t.Errorf("NewAPISource with a 70-character node name: %v, want a refusal naming the label", err)
+	}
 }

@@ -5,14 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
-
-// EventReconnected is the hypervisor.Event Type the libvirt package
-// delivers after it reconnected to a restarted daemon (events of the time
-// it was away are lost, so Run re-reads everything, as for any event).
-const EventReconnected = "Reconnected"
 
 // Source gives the agent the VMIs assigned to its node and stores what the
 // agent reports: APISource watches the API server (status.nodeName = the
@@ -64,7 +60,7 @@ func (a *Agent) Run(ctx context.Context, src Source, resync time.Duration) error
 			stop = true
 		case ev, ok := <-events:
 			stop = !ok
-			if ok && ev.Type == EventReconnected {
+			if ok && ev.Type == hypervisor.EventReconnected {
 				a.opts.Log.Info("hypervisor reconnected; re-reading every domain", "detail", ev.Detail)
 			}
 		case <-src.Changed():

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +13,16 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -134,6 +139,10 @@ func lastLines(s string, n int) string {
 // its finalizer, so the VMI object goes and the VM reads Stopped. Between
 // the two, libvirtd is restarted: the guest keeps running, the VMI stays
 // Running, and the agent stops the guest through its new connection.
+// Once the guest runs, the real `converge vm console` (with a
+// ServiceAccount token bound to the console RBAC) reads the guest's
+// marker, types a line the guest's tty echoes, and quits on Ctrl+]; a
+// token without the RBAC is refused with 403 (testConsole).
 // Latencies are logged, not asserted.
 func TestVirtualMachineThroughAPI(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
@@ -141,8 +150,8 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	bin, err := controlplane.BinDir()
 	e2e.Require(t, err == nil && controlplane.Available(bin), "kube-apiserver and etcd are not in bin/: run `make controlplane`")
 	guest := e2e.BuildGuest(t)
-	bins := e2e.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller")
-	node, controller := bins[0], bins[1]
+	bins := e2e.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller", "./cmd/converge")
+	node, controller, converge := bins[0], bins[1], bins[2]
 	l.RemoveDomain(t, apiDom) // a leftover of an interrupted run
 	t.Cleanup(func() { l.RemoveDomain(t, apiDom) })
 
@@ -208,6 +217,9 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	if vmi.Status.NodeName != apiNode {
 		t.Errorf("VMI status.nodeName %q, want %s", vmi.Status.NodeName, apiNode)
 	}
+	if l := vmi.Labels[virtctl.NodeNameLabel]; l != apiNode {
+		t.Errorf("VMI label %s=%q, want %s (set by the scheduler, as KubeVirt's virt-controller)", virtctl.NodeNameLabel, l, apiNode)
+	}
 	if !controllerutil.ContainsFinalizer(vmi, agent.Finalizer) {
 		t.Errorf("VMI finalizers %v, want the agent's %s", vmi.Finalizers, agent.Finalizer)
 	}
@@ -223,6 +235,10 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	}).Sub(start)
 	t.Logf("latency: VM created -> VMI Running/Ready %s; -> VM printableStatus Running %s; -> guest marker in the serial log (polled) %s",
 		running.Round(time.Millisecond), vmReady.Round(time.Millisecond), onLog.Round(time.Millisecond))
+
+	// the console, both ways, through the real CLI and the agent's server
+	allowed, denied := consoleTokens(t, c, cp.Config)
+	testConsole(t, converge, kubeconfig, allowed, denied)
 
 	// libvirtd restarts: the guest keeps running, the agent reconnects
 	// (the stop below goes through its new connection) and the VMI stays
@@ -318,4 +334,143 @@ func installCRDs(t *testing.T, c client.Client) {
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		return c.List(ctx, &kubevirtv1.VirtualMachineList{}) == nil && c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil
 	})
+}
+
+// consoleSession is a running `converge vm console`.
+type consoleSession struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out, err *safebuffer.Buffer
+	exited   chan struct{}
+}
+
+// startConsole runs `converge vm console NAME -n NS --token token` with
+// the test's kubeconfig; it is killed in t.Cleanup if still running.
+func startConsole(t *testing.T, converge, kubeconfig, token string) *consoleSession {
+	t.Helper()
+	s := &consoleSession{out: &safebuffer.Buffer{}, err: &safebuffer.Buffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(converge, "--kubeconfig", kubeconfig, "vm", "console", apiVM, "-n", apiNS, "--token", token)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.err
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("starting converge vm console: %v", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	return s
+}
+
+// wait gives the exit code once the command ended (within timeout).
+func (s *consoleSession) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-s.exited:
+		return s.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("converge vm console still running after %s; stdout (tail):\n%s\nstderr:\n%s", timeout,
+			lastLines(s.out.String(), 10), s.err.String())
+		return -1
+	}
+}
+
+// consoleTokens creates the ServiceAccounts "console-user" (a Role
+// granting get on virtualmachineinstances/console in
+// subresources.kubevirt.io and on virtualmachineinstances, a ClusterRole
+// granting get on nodes: what `converge vm console` needs, after
+// KubeVirt's kubevirt.io:edit) and "no-console" (no RBAC), and gives a
+// TokenRequest token of each.
+func consoleTokens(t *testing.T, c client.Client, cfg *rest.Config) (allowed, denied string) {
+	t.Helper()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "console"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get"}}}}))
+	must(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "console"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "console"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: apiNS, Name: "console-user"}}}))
+	must(c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-console-nodes"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}))
+	must(c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-console-nodes"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-console-nodes"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: apiNS, Name: "console-user"}}}))
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(err)
+	token := func(sa string) string {
+		must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: sa}}))
+		tr, err := cs.CoreV1().ServiceAccounts(apiNS).CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", apiNS, sa, err)
+		}
+		return tr.Status.Token
+	}
+	return token("console-user"), token("no-console")
+}
+
+// testConsole attaches the real `converge vm console` to the running
+// guest through the agent's console server: the guest's marker (printed
+// every 2 s) shows on its stdout; a line typed on its stdin reaches the
+// guest's serial port and comes back as the guest tty's echo; Ctrl+]
+// ends it with exit code 0. A token without the console RBAC is refused
+// with 403 and a non-zero exit code.
+func testConsole(t *testing.T, converge, kubeconfig, allowed, denied string) {
+	start := time.Now()
+	s := startConsole(t, converge, kubeconfig, allowed)
+	marker := waitFor(t, "the guest's marker on the stdout of converge vm console", 60*time.Second, func() bool {
+		select {
+		case <-s.exited:
+			t.Fatalf("converge vm console exited (%v); stderr:\n%s", s.cmd.ProcessState, s.err.String())
+		default:
+		}
+		return strings.Contains(s.out.String(), "CONVERGE-GUEST-OK "+apiVM+" ")
+	}).Sub(start)
+	typed := fmt.Sprintf("converge-typed-%d", time.Now().UnixNano()%1000000)
+	start = time.Now()
+	if _, err := io.WriteString(s.stdin, typed+"\r"); err != nil {
+		t.Fatalf("typing into converge vm console: %v", err)
+	}
+	echo := waitFor(t, "the guest tty's echo of "+typed, 30*time.Second, func() bool {
+		return strings.Contains(s.out.String(), typed)
+	}).Sub(start)
+	start = time.Now()
+	if _, err := s.stdin.Write([]byte{0x1d}); err != nil { // Ctrl+]
+		t.Fatalf("sending Ctrl+] to converge vm console: %v", err)
+	}
+	if code := s.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("converge vm console after Ctrl+]: exit code %d, want 0; stderr:\n%s", code, s.err.String())
+	}
+	quit := time.Since(start)
+	if !strings.Contains(s.err.String(), "Successfully connected to "+apiVM+" console") {
+		t.Errorf("converge vm console stderr %q, want the connected banner", s.err.String())
+	}
+	t.Logf("latency: converge vm console started -> guest marker on its stdout %s; typed line -> echoed by the guest %s; Ctrl+] -> exited %s",
+		marker.Round(time.Millisecond), echo.Round(time.Millisecond), quit.Round(time.Millisecond))
+
+	d := startConsole(t, converge, kubeconfig, denied)
+	_ = d.stdin.Close()
+	if code := d.wait(t, 60*time.Second); code == 0 {
+		t.Errorf("converge vm console with a token without RBAC: exit code 0, want a refusal; stdout %q", d.out.String())
+	}
+	if msg := d.err.String(); !strings.Contains(msg, "403") || !strings.Contains(msg, "no-console") {
+		t.Errorf("converge vm console with a token without RBAC: stderr %q, want 403 naming the ServiceAccount", msg)
+	}
+	if strings.Contains(d.out.String(), "CONVERGE-GUEST-OK") {
+		t.Errorf("the refused session printed guest output: %q", d.out.String())
+	}
 }

@@ -52,12 +52,25 @@ type Domain struct {
 }
 
 // Event says that a domain's lifecycle changed (libvirt's lifecycle
-// event); the agent re-reads the domain rather than trusting the payload.
+// event, virDomainEventType); the agent re-reads the domain rather than
+// trusting the payload.
+//
+// Type is one of libvirt's lifecycle events: Defined, Undefined, Started,
+// Suspended, Resumed, Stopped, Shutdown, PMSuspended, Crashed; or
+// Reconnected (EventReconnected), which is no domain's: the connection to
+// the hypervisor was lost and opened again (libvirtd restarted), events of
+// the time it was away are lost, and Name is empty. A receiver re-reads
+// every domain on it.
 type Event struct {
-	Name   string
-	Type   string // Defined, Undefined, Started, Suspended, Resumed, Stopped, Shutdown, PMSuspended, Crashed
+	Name   string // the domain's name; "" for Reconnected
+	Type   string // see above
 	Detail string // the hypervisor's description, for logs
 }
+
+// EventReconnected is the Event.Type of a reconnection to the hypervisor
+// (nodeplane/vm/libvirt sends it on every Events channel after it
+// re-registered it on a new connection).
+const EventReconnected = "Reconnected"
 
 // Hypervisor defines, runs and removes domains. Every method names the
 // domain by its name; errors are wrapped with the domain name and the

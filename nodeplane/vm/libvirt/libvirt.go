@@ -161,7 +161,7 @@ func (c *Conn) current() (*lv.Connect, error) {
 			continue
 		}
 		s.id = id
-		s.send(hypervisor.Event{Type: "Reconnected", Detail: "libvirt " + c.uri + ": reconnected"})
+		s.send(hypervisor.Event{Type: hypervisor.EventReconnected, Detail: "libvirt " + c.uri + ": reconnected"})
 	}
 	_, _ = old.Close()
 	return conn, nil
