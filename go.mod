@@ -45,6 +45,7 @@ require (
 )
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
 	github.com/miekg/dns v1.1.68 // indirect
 	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.0.0 // indirect

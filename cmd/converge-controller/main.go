@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,7 @@ import (
 	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
 	"github.com/converge-dev/converge/syncctl"
+	"github.com/converge-dev/converge/upload"
 	"github.com/converge-dev/converge/virtctl"
 	"github.com/converge-dev/converge/webhookcert"
 )
@@ -128,7 +130,7 @@ func run() error {
 		mp           macPoolFlags
 		dataVolumes  bool
 	)
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller role: DataVolume → PVC, phases and the import node choice (starts once the DataVolume CRD is installed; converge-node cdi-importer imports)")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&mp.enabled, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
 	flag.StringVar(&mp.configMap, "mac-pool-configmap", "converge-macpool", "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.recheck, "mac-pool-range-check", 30*time.Second, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -236,6 +238,11 @@ func run() error {
 		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
 			return err
 		}
+		uo := upload.DefaultOptions()
+		uo.KeySecret.Namespace, uo.PublicKeys.Namespace = wh.namespace(), wh.namespace()
+		if err := upload.Setup(mgr, uo); err != nil {
+			return err
+		}
 	}
 	if err := addReceiver(mgr, receiverAddr, r); err != nil {
 		return err
@@ -264,7 +271,8 @@ func run() error {
 
 // newScheme knows the client-go types, converge.dev/v1alpha1 and
 // kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for virtctl) and
-// cdi.kubevirt.io/v1beta1 (DataVolume).
+// cdi.kubevirt.io/v1beta1 (DataVolume) and upload.cdi.kubevirt.io/v1beta1
+// (UploadTokenRequest).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -277,6 +285,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := cdiv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := uploadv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil

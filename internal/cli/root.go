@@ -81,7 +81,8 @@ func newRoot(g *globals) *cobra.Command {
 	pf.StringVar(&g.kubecontext, "context", "", "the kubeconfig context to use")
 	root.AddCommand(newVet(g), newRender(g), newDiff(g), newApply(g), newVersion(g),
 		newInstall(g), newGet(g), newTree(g), newEvents(g),
-		newReconcile(g), newSuspend(g), newResume(g), newVM(g))
+		newReconcile(g), newSuspend(g), newResume(g), newVM(g),
+		newImageUpload(g))
 	return root
 }
 

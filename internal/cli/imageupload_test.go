@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/nodeplane/cdiimport"
+	"github.com/converge-dev/converge/nodeplane/cdiupload"
+	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/upload"
+)
+
+// TestImageUpload runs `converge image-upload dv` end to end against a real
+// API server, the token issuer and node-a's upload server in-process; the
+// test plays the DataVolume controller and provisioner for upload sources
+// (PVC + hostpath volume + PV, Bound). It checks the non-TTY output and
+// that the volume holds the raw image byte for byte.
+func TestImageUpload(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
+			t.Fatal("qemu-img not on PATH (qemu-utils) and CONVERGE_REQUIRE_NODEPLANE=1")
+		}
+		t.Skip("qemu-img not on PATH: install qemu-utils")
+	}
+	bin, err := controlplane.BinDir()
+	if err != nil || !controlplane.Available(bin) {
+		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := cp.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: uploadScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := engine.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if crd.Name == "datavolumes" || crd.Name == "uploadtokenrequests" {
+			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+				t.Fatalf("installing CRD %s: %v", crd.Name, err)
+			}
+		}
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+	for _, n := range []string{"vms", "converge-system"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	pool := hostpath.Pool{Name: "local", Path: t.TempDir()}
+	do := hostpath.DefaultOptions()
+	do.Endpoint, do.NodeID, do.Pools = "unix://"+filepath.Join(t.TempDir(), "csi.sock"), "node-a", []hostpath.Pool{pool}
+	driver, err := hostpath.New(do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { driver.Close() })
+
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: uploadScheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uo := upload.DefaultOptions()
+	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
+	if err := upload.Setup(mgr, uo); err != nil {
+		t.Fatal(err)
+	}
+	vol := cdiimport.DefaultOptions()
+	vol.NodeName, vol.Pools = "node-a", []hostpath.Pool{pool}
+	o := cdiupload.DefaultOptions(vol)
+	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
+	if err := cdiupload.Setup(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	go provisionUpload(t, mctx, c, driver, pool)
+
+	// a 4 MiB image with data in every other 64 KiB block, as qcow2
+	dir := t.TempDir()
+	raw := make([]byte, 4<<20)
+	for i := 0; i < len(raw); i += 128 << 10 {
+		copy(raw[i:], bytes.Repeat([]byte{byte(i>>17) + 1}, 64<<10))
+	}
+	rawPath, qPath := filepath.Join(dir, "img.raw"), filepath.Join(dir, "img.qcow2")
+	if err := os.WriteFile(rawPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert: %v: %s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := RunContext(ctx, []string{"--kubeconfig", kubeconfig, "image-upload", "dv", "disk", "-n", "vms",
+		"--image-path", qPath, "--size", "4Mi", "--timeout", "3m"}, &stdout, &stderr)
+	t.Logf("image-upload took %v (DataVolume creation to Succeeded)", time.Since(start))
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	got := regexp.MustCompile(`\(\d+ bytes\)`).ReplaceAllString(stdout.String(), "(N bytes)")
+	got = regexp.MustCompile(`/\S*/img\.qcow2`).ReplaceAllString(got, "IMG")
+	want := `DataVolume vms/disk created (source upload, 4Mi)
+Uploading IMG (N bytes) to DataVolume vms/disk
+ 10%
+ 20%
+ 30%
+ 40%
+ 50%
+ 60%
+ 70%
+ 80%
+ 90%
+100%
+Uploaded; waiting for DataVolume vms/disk to succeed
+DataVolume vms/disk Succeeded
+`
+	if got != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "vms", Name: "disk"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := os.ReadFile(filepath.Join(pool.Path, pvc.Spec.VolumeName, "data", "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(disk) != sha256.Sum256(raw) {
+		t.Errorf("disk.img (%d bytes) differs from the raw image (%d bytes)", len(disk), len(raw))
+	}
+	// a second run refuses: the DataVolume is Succeeded
+	stdout.Reset()
+	stderr.Reset()
+	if code := RunContext(ctx, []string{"--kubeconfig", kubeconfig, "image-upload", "dv", "disk", "-n", "vms",
+		"--image-path", qPath, "--timeout", "1m"}, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte("phase Succeeded, expected UploadReady")) {
+		t.Errorf("second upload: exit %d, stderr %q; want a refusal naming phase Succeeded", code, stderr.String())
+	}
+}
+
+// provisionUpload plays the DataVolume controller and the provisioner for
+// upload DataVolumes: PVC controlled by the DataVolume, volume made by the
+// real hostpath driver, PV on node-a, PVC Bound.
+func provisionUpload(t *testing.T, ctx context.Context, c client.Client, driver *hostpath.Driver, pool hostpath.Pool) {
+	seen := map[string]bool{}
+	for ctx.Err() == nil {
+		list := &cdiv1.DataVolumeList{}
+		if err := c.List(ctx, list); err == nil {
+			for i := range list.Items {
+				dv := &list.Items[i]
+				if seen[string(dv.UID)] || dv.Spec.Storage == nil {
+					continue
+				}
+				seen[string(dv.UID)] = true
+				if err := bindUpload(ctx, c, driver, pool, dv); err != nil && ctx.Err() == nil {
+					t.Errorf("provisioning DataVolume %s: %v", dv.Name, err)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func bindUpload(ctx context.Context, c client.Client, driver *hostpath.Driver, pool hostpath.Pool, dv *cdiv1.DataVolume) error {
+	size := dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]
+	id := "pvc-" + string(dv.UID)
+	if _, err := driver.Controller().CreateVolume(ctx, &csi.CreateVolumeRequest{
+		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
+		VolumeCapabilities: []*csi.VolumeCapability{{
+			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+		}},
+		Parameters: map[string]string{hostpath.ParameterStoragePool: pool.Name},
+	}); err != nil {
+		return err
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+			Driver: hostpath.DefaultDriverName, VolumeHandle: id,
+			VolumeAttributes: map[string]string{hostpath.ParameterStoragePool: pool.Name}}},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}}}}}},
+	}}
+	if err := c.Create(ctx, pv); err != nil {
+		return err
+	}
+	yes := true
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: dv.Name, Namespace: dv.Namespace, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "cdi.kubevirt.io/v1beta1", Kind: "DataVolume", Name: dv.Name, UID: dv.UID, Controller: &yes}}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: pv.Spec.AccessModes, VolumeName: id,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
+	}
+	if err := c.Create(ctx, pvc); err != nil {
+		return err
+	}
+	pvc.Status.Phase, pvc.Status.AccessModes = corev1.ClaimBound, pvc.Spec.AccessModes
+	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+	return c.Status().Update(ctx, pvc)
+}
