@@ -4,7 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test demo bench vet controlplane cni clean
+.PHONY: all build test demo bench vet controlplane cni clean gen-kubevirt
 
 all: build
 
@@ -33,6 +33,11 @@ $(BIN)/cni/%: go.mod
 ## cue: the cue CLI at the pinned version, for the plain `cue vet` tests
 $(BIN)/cue: go.mod
 	$(GO) build -o $(BIN)/cue cuelang.org/go/cmd/cue
+
+## gen-kubevirt: regenerate components/virt/gen (CUE of kubevirt.io/api, the
+## VM/VMI CRD schemas) with cue get go from the module cache
+gen-kubevirt: $(BIN)/cue
+	components/virt/gen/generate.sh
 
 ## demo: converge as a user runs it — install, a Sync, health gates, a commit,
 ## drift, events, suspend/resume — on a local API server and Git server (needs git)

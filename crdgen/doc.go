@@ -4,7 +4,9 @@
 // are one.
 //
 // The value constraints come from cuelang.org/go/encoding/openapi with
-// ExpandReferences; the structure (types, properties, items, maps, open and
+// ExpandReferences (on each struct of at most maxEncodeFields fields in
+// all, since the encoder's cost grows faster than the value; larger
+// structs are encoded field by field); the structure (types, properties, items, maps, open and
 // closed structs, required fields and defaults) is read from the CUE value
 // itself, and the result is made a structural schema as the API server
 // requires it. CUE maps to the schema as follows:

@@ -80,7 +80,15 @@ func node(v cue.Value, oas *apiextensionsv1.JSONSchemaProps, covered bool, fk fi
 		// comes from the other conjuncts.
 		v = withoutValidators(v)
 	}
-	if !covered {
+	if !covered && tooLargeToEncode(v) {
+		// The encoder's cost grows faster than the value (it re-evaluates
+		// each struct it visits): a large struct, such as the spec of a
+		// KubeVirt VirtualMachineInstance with the core/v1 types it
+		// embeds, takes minutes whole and seconds field by field. Its
+		// children are encoded one by one instead; only struct-level
+		// constraints of the large struct itself are lost (the encoder's
+		// oneOf of a disjunction of large structs).
+	} else if !covered {
 		oas, covered = encode(v)
 		if !covered {
 			// The encoder fails on some values with a default (such as
@@ -147,6 +155,43 @@ func isScalarKind(k cue.Kind) bool {
 		return true
 	}
 	return false
+}
+
+// maxEncodeFields is the number of fields (counted through every level)
+// above which a struct or list is not handed to the encoder whole.
+const maxEncodeFields = 10
+
+// tooLargeToEncode reports whether the struct or list v holds more than
+// maxEncodeFields fields at any depth.
+func tooLargeToEncode(v cue.Value) bool {
+	n := 0
+	var count func(x cue.Value, depth int) bool
+	count = func(x cue.Value, depth int) bool {
+		if depth > maxDepth || x.Err() != nil {
+			return false
+		}
+		switch x.IncompleteKind() &^ cue.NullKind {
+		case cue.StructKind:
+			it, err := x.Fields(cue.Optional(true))
+			if err != nil {
+				return false
+			}
+			for it.Next() {
+				if n++; n > maxEncodeFields || count(it.Value(), depth+1) {
+					return true
+				}
+			}
+			if p := x.LookupPath(cue.MakePath(cue.AnyString)); p.Exists() {
+				return count(p, depth+1)
+			}
+		case cue.ListKind:
+			if e := x.LookupPath(cue.MakePath(cue.AnyIndex)); e.Exists() {
+				return count(e, depth+1)
+			}
+		}
+		return false
+	}
+	return count(v, 0)
 }
 
 // anything returns the schema of a value of any type.

@@ -16,7 +16,8 @@ import (
 )
 
 // upstreamVM is a VirtualMachine as KubeVirt's docs write it, with fields
-// the shallow schema does not name: they must survive unchanged.
+// converge's agent does not use: the schema generated from kubevirt.io/api
+// must keep them unchanged.
 const upstreamVM = `
 apiVersion: kubevirt.io/v1
 kind: VirtualMachine
