@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -42,6 +43,7 @@ type vmFlags struct {
 	nodeName    string
 	libvirtURI  string
 	kubeconfig  string
+	inCluster   bool
 	stateDir    string
 	domainType  string
 	emulator    string
@@ -83,7 +85,8 @@ assigned to it and reports their status (phase, Ready, interfaces).
 
 The VMIs come from exactly one of:
 
-  --kubeconfig FILE  the API server: the agent watches the
+  --kubeconfig FILE  the API server (or --in-cluster, in a DaemonSet: the
+                     Pod's ServiceAccount): the agent watches the
                      VirtualMachineInstances whose status.nodeName is
                      --node-name, writes their status (phase, Ready,
                      interfaces) and holds them with the finalizer
@@ -120,7 +123,8 @@ never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
 	fl := cmd.Flags()
 	fl.StringVar(&f.nodeName, "node-name", f.nodeName, "this node's name, reported in status.nodeName")
 	fl.StringVar(&f.libvirtURI, "libvirt-uri", f.libvirtURI, "libvirt connection URI")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server whose VMIs this node runs (or use --vmi-file)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server whose VMIs this node runs (or use --in-cluster or --vmi-file)")
+	fl.BoolVar(&f.inCluster, "in-cluster", false, "use the in-cluster config of the Pod's ServiceAccount as the API source (converge-node vm in a DaemonSet)")
 	fl.StringVar(&f.reservedMem, "reserved-memory", f.reservedMem, "memory kept for the host: the node offers VMs MemTotal minus this (with --kubeconfig)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", f.heartbeat, "how often the Node registration (label, allocatable, Ready when no kubelet) is renewed (with --kubeconfig)")
 	fl.StringVar(&f.stateDir, "state-dir", f.stateDir, "the agent's directory; serial console logs go to <state-dir>/serial")
@@ -141,9 +145,16 @@ never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
 }
 
 func runVM(cmd *cobra.Command, f *vmFlags) error {
-	if (f.kubeconfig == "") == (len(f.vmiFiles) == 0) {
-		return errors.New("--kubeconfig or --vmi-file: exactly one source of VirtualMachineInstances is required")
+	sources := 0
+	for _, set := range []bool{f.kubeconfig != "", f.inCluster, len(f.vmiFiles) > 0} {
+		if set {
+			sources++
+		}
 	}
+	if sources != 1 {
+		return errors.New("--kubeconfig, --in-cluster or --vmi-file: exactly one source of VirtualMachineInstances is required")
+	}
+	api := f.kubeconfig != "" || f.inCluster
 	if f.nodeName == "" {
 		return errors.New("--node-name: required (the host name is unknown)")
 	}
@@ -156,7 +167,7 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		vmis = append(vmis, v...)
 	}
 	var reserved resource.Quantity
-	if f.kubeconfig != "" {
+	if api {
 		q, err := resource.ParseQuantity(f.reservedMem)
 		if err != nil || q.Sign() < 0 {
 			return fmt.Errorf("--reserved-memory %q: expected a non-negative quantity such as 512Mi", f.reservedMem)
@@ -185,7 +196,7 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		return err
 	}
 	defer conn.Close()
-	if f.kubeconfig != "" {
+	if api {
 		return runVMFromAPI(cmd.Context(), f, reserved, conn, opts)
 	}
 	if f.cniConfDir != "" {
@@ -199,13 +210,18 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 }
 
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
-// API server of f.kubeconfig until ctx ends.
+// API server of f.kubeconfig (or the in-cluster config) until ctx ends.
 func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options) error {
 	// controller-runtime's and client-go's own log lines (cache, reflector)
 	// go to the agent's logger.
 	ctrllog.SetLogger(opts.Log.WithName("runtime"))
-	cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-	if err != nil {
+	var cfg *rest.Config
+	var err error
+	if f.inCluster {
+		if cfg, err = rest.InClusterConfig(); err != nil {
+			return fmt.Errorf("--in-cluster: %w", err)
+		}
+	} else if cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
 		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
 	}
 	scheme := runtime.NewScheme()

@@ -123,8 +123,10 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"vm"}, "--kubeconfig or --vmi-file: exactly one source"},
-		{[]string{"vm", "--kubeconfig", "/x", "--vmi-file", pod}, "--kubeconfig or --vmi-file: exactly one source"},
+		{[]string{"vm"}, "--kubeconfig, --in-cluster or --vmi-file: exactly one source"},
+		{[]string{"vm", "--kubeconfig", "/x", "--vmi-file", pod}, "--kubeconfig, --in-cluster or --vmi-file: exactly one source"},
+		{[]string{"vm", "--in-cluster", "--kubeconfig", "/x"}, "--kubeconfig, --in-cluster or --vmi-file: exactly one source"},
+		{[]string{"vm", "--in-cluster", "--libvirt-uri", "test:///default"}, "--in-cluster: unable to load in-cluster configuration"},
 		{[]string{"vm", "--kubeconfig", filepath.Join(dir, "none"), "--libvirt-uri", "test:///default", "--reserved-memory", "lots"}, `--reserved-memory "lots": expected a non-negative quantity`},
 		{[]string{"vm", "--kubeconfig", filepath.Join(dir, "none"), "--libvirt-uri", "test:///default"}, "--kubeconfig " + filepath.Join(dir, "none")},
 		{[]string{"vm", "--vmi-file", pod}, `pod.yaml: document 1: kind "Pod", expected VirtualMachineInstance`},
