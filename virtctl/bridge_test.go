@@ -101,3 +101,57 @@ func TestBridgeResources(t *testing.T) {
 		return second == want && strings.Contains(lost, "network br: NetworkAttachmentDefinition vms/nope")
 	})
 }
+
+// TestInferredBridgeAndDeletedNAD: a NetworkAttachmentDefinition without
+// resourceName whose plugin is a bridge requires that bridge; a placed
+// VMI keeps holding its bridge after its definition is deleted, so the
+// next VMI on the same bridge waits.
+func TestInferredBridgeAndDeletedNAD(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.installNADCRD(t)
+	nad := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+			"metadata": map[string]any{"namespace": e.ns, "name": name},
+			"spec":     map[string]any{"config": `{"cniVersion":"0.3.1","type":"bridge","bridge":"br1"}`},
+		}}
+	}
+	first, second := nad("first-net"), nad("second-net")
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.c.Create(ctx, first) == nil })
+	if err := e.c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	withBridge := node("bridged", "2", "4Gi", nil)
+	withBridge.Status.Allocatable["bridge.network.kubevirt.io/br1"] = resource.MustParse("1")
+	e.addNode(t, withBridge)
+	e.addNode(t, node("plain", "8", "32Gi", nil))
+
+	if err := e.c.Create(ctx, multusVMI("first", "first-net")); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.vmi(t, "first").Status.NodeName != "" })
+	if n := e.vmi(t, "first").Status.NodeName; n != "bridged" {
+		t.Fatalf("first went to %q, want bridged (the only node with bridge.network.kubevirt.io/br1)", n)
+	}
+	if err := e.c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Create(ctx, multusVMI("second", "second-net")); err != nil {
+		t.Fatal(err)
+	}
+	want := "0/2 nodes are available: 2 Insufficient bridge.network.kubevirt.io/br1."
+	var last string
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		last = ""
+		for _, c := range e.vmi(t, "second").Status.Conditions {
+			if c.Type == "PodScheduled" && c.Status == corev1.ConditionFalse {
+				last = c.Message
+			}
+		}
+		return last == want
+	})
+	if n := e.vmi(t, "second").Status.NodeName; n != "" {
+		t.Errorf("second went to %q, want it pending: first still holds br1 (last message %q)", n, last)
+	}
+}

@@ -12,7 +12,10 @@
 //     spec.nodeSelector, required node affinity, tolerations against
 //     NoSchedule/NoExecute taints, and CPU, memory and bridge resource
 //     requests against the node's allocatable minus the VMIs already placed
-//     there (Schedule, pure). A VMI nothing can take stays Pending with
+//     there (Schedule, pure). A Multus network requires its
+//     NetworkAttachmentDefinition's resourceName, or, without one,
+//     bridge.network.kubevirt.io/<bridge> of a bridge plugin (NADResource;
+//     upstream requires the annotation). A VMI nothing can take stays Pending with
 //     condition PodScheduled=False, reason Unschedulable and a
 //     kube-scheduler-style message. Binding sets the label NodeNameLabel
 //     (kubevirt.io/nodeName) to the node before status.nodeName, as

@@ -16,12 +16,24 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/nodeplane/netattach"
 )
 
 // NADResourceAnnotation on a NetworkAttachmentDefinition names the device
 // plugin resource a pod (here: a VMI) on that network needs, e.g.
 // bridge.network.kubevirt.io/br0 (Multus; CNAO's bridge-marker reports it).
 const NADResourceAnnotation = "k8s.v1.cni.cncf.io/resourceName"
+
+// BridgeResourcePrefix, followed by a bridge name, is the node resource
+// a VMI on that Linux bridge needs (CNAO's bridge-marker reports it as a
+// node resource for each bridge a node has, e.g.
+// bridge.network.kubevirt.io/br0).
+const BridgeResourcePrefix = "bridge.network.kubevirt.io/"
+
+// DefaultCNIBridge is the bridge plugin's bridge when its configuration
+// names none (containernetworking/plugins bridge: defaultBrName).
+const DefaultCNIBridge = "cni0"
 
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
@@ -46,6 +58,10 @@ type SchedulerReconciler struct {
 	// assumed are the bindings written but maybe not yet in the cache,
 	// as kube-scheduler's assume cache.
 	assumed map[types.UID]Placed
+	// bridges are the bridge requests of each bound VMI as last read
+	// (at binding, then at each count), used when its
+	// NetworkAttachmentDefinition can no longer be read.
+	bridges map[types.UID]corev1.ResourceList
 }
 
 // Reconcile schedules the VMI req names if it is pending.
@@ -99,6 +115,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.assumed = map[types.UID]Placed{}
 	}
 	r.assumed[vmi.UID] = Placed{Node: d.Node, Requests: requests}
+	r.rememberBridges(vmi.UID, extra)
 	return ctrl.Result{}, nil
 }
 
@@ -111,6 +128,11 @@ func Pending(vmi *kubevirtv1.VirtualMachineInstance) bool {
 
 // placed gives the requests of the VMIs bound to nodes that have not
 // ended, from the cache plus the assumed bindings it does not show yet.
+// A bound VMI's bridge requests come from its NetworkAttachmentDefinitions;
+// when one cannot be read (deleted after the binding, or an API error),
+// the requests last read for that VMI are counted instead, and when there
+// are none (the controller restarted since) the error is returned: no
+// decision is made on a count that may be short of a bridge in use.
 func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
 	if err := r.Client.List(ctx, list); err != nil {
@@ -127,9 +149,18 @@ func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
 		}
 		delete(r.assumed, v.UID)
 		if v.Status.NodeName == "" || Final(v.Status.Phase) {
+			delete(r.bridges, v.UID)
 			continue
 		}
-		extra, _ := r.bridgeRequests(ctx, v)
+		extra, err := r.bridgeRequests(ctx, v)
+		if err != nil {
+			known, ok := r.bridges[v.UID]
+			if !ok {
+				return nil, fmt.Errorf("VirtualMachineInstance %s/%s on node %s: counting its bridges: %w", v.Namespace, v.Name, v.Status.NodeName, err)
+			}
+			extra = known
+		}
+		r.rememberBridges(v.UID, extra)
 		out = append(out, Placed{Node: v.Status.NodeName, Requests: Requests(v, extra)})
 	}
 	for uid, a := range r.assumed {
@@ -137,12 +168,29 @@ func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
 			out = append(out, a)
 		}
 	}
+	for uid := range r.bridges {
+		if _, ok := r.assumed[uid]; !seen[uid] && !ok {
+			delete(r.bridges, uid)
+		}
+	}
 	return out, nil
 }
 
-// bridgeRequests gives one unit of each NetworkAttachmentDefinition
-// resource (NADResourceAnnotation) per Multus network of vmi. An error
-// names the network whose definition could not be read.
+func (r *SchedulerReconciler) rememberBridges(uid types.UID, l corev1.ResourceList) {
+	if r.bridges == nil {
+		r.bridges = map[types.UID]corev1.ResourceList{}
+	}
+	r.bridges[uid] = l
+}
+
+// bridgeRequests gives one unit of a node resource per Multus network of
+// vmi: the NetworkAttachmentDefinition's NADResourceAnnotation; or, when
+// it has none and its CNI configuration's (first) plugin is of type
+// bridge, BridgeResourcePrefix + the plugin's bridge (DefaultCNIBridge
+// when unset). Upstream (Multus, KubeVirt) requires the annotation and
+// places a VMI without it on any node; converge infers it, since the VM
+// cannot run on a node without that bridge. An error names the network
+// whose definition could not be read or parsed.
 func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	reader := r.Reader
@@ -162,13 +210,51 @@ func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv
 		if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, nad); err != nil {
 			return nil, fmt.Errorf("network %s: NetworkAttachmentDefinition %s/%s: %v", n.Name, ns, name, err)
 		}
-		if res := nad.GetAnnotations()[NADResourceAnnotation]; res != "" {
-			q := out[corev1.ResourceName(res)]
+		res, err := NADResource(nad)
+		if err != nil {
+			return nil, fmt.Errorf("network %s: %w", n.Name, err)
+		}
+		if res != "" {
+			q := out[res]
 			q.Add(*resource.NewQuantity(1, resource.DecimalSI))
-			out[corev1.ResourceName(res)] = q
+			out[res] = q
 		}
 	}
 	return out, nil
+}
+
+// NADResource takes a NetworkAttachmentDefinition and gives the node
+// resource a VMI on it needs: its NADResourceAnnotation; else, for a CNI
+// configuration (spec.config, parsed as multus does by
+// netattach.ParseConfig) whose first plugin is of type bridge,
+// BridgeResourcePrefix + its bridge (DefaultCNIBridge when unset); else
+// "" (nothing to require, also for an empty spec.config, which multus
+// takes from a file on the node). The error names the definition whose
+// spec.config does not parse.
+func NADResource(nad *unstructured.Unstructured) (corev1.ResourceName, error) {
+	if res := nad.GetAnnotations()[NADResourceAnnotation]; res != "" {
+		return corev1.ResourceName(res), nil
+	}
+	id := "NetworkAttachmentDefinition " + nad.GetNamespace() + "/" + nad.GetName()
+	config, _, err := unstructured.NestedString(nad.Object, "spec", "config")
+	if err != nil {
+		return "", fmt.Errorf("%s: spec.config: %w", id, err)
+	}
+	if config == "" { // multus then reads a file on the node: nothing to infer
+		return "", nil
+	}
+	_, pc, err := netattach.ParseConfig(nad.GetName(), []byte(config))
+	if err != nil {
+		return "", fmt.Errorf("%s: spec.config: %w", id, err)
+	}
+	if pc.Type != "bridge" {
+		return "", nil
+	}
+	bridge := pc.Bridge
+	if bridge == "" {
+		bridge = DefaultCNIBridge
+	}
+	return corev1.ResourceName(BridgeResourcePrefix + bridge), nil
 }
 
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable

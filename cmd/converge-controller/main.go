@@ -52,6 +52,7 @@ import (
 	"github.com/converge-dev/converge/syncctl"
 	"github.com/converge-dev/converge/upload"
 	"github.com/converge-dev/converge/virtctl"
+	"github.com/converge-dev/converge/vmadmission"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -129,12 +130,14 @@ func run() error {
 		virt         bool
 		mp           macPoolFlags
 		dataVolumes  bool
+		vmValidation bool
 	)
 	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&mp.enabled, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
 	flag.StringVar(&mp.configMap, "mac-pool-configmap", "converge-macpool", "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.recheck, "mac-pool-range-check", 30*time.Second, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	mp.crdPoll = 5 * time.Second
+	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md (needs the webhook server; registered once the VirtualMachine CRDs are installed)")
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
@@ -173,7 +176,7 @@ func run() error {
 	if wh.enabled {
 		whOpts := webhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: []func(*tls.Config){disableHTTP2}}
 		if wh.certDir == "" {
-			if certs, err = newCertManager(restCfg, wh, mp.enabled); err != nil {
+			if certs, err = newCertManager(restCfg, wh, mp.enabled, vmValidation); err != nil {
 				return err
 			}
 			whOpts.TLSOpts = append(whOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
@@ -266,6 +269,14 @@ func run() error {
 	case mp.enabled:
 		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
+	switch {
+	case vmValidation && wh.enabled:
+		if err := setupVMValidation(mgr, mp.crdPoll, *ep, certs); err != nil {
+			return err
+		}
+	case vmValidation:
+		ctrl.Log.Info("VM validation webhook not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
+	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -354,8 +365,11 @@ func disableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
 // newCertManager gives the webhookcert.Manager of the serving certificate,
 // with HCO's certConfig default lifetimes, reading and writing straight
-// through the API server (not the manager's cache).
-func newCertManager(cfg *rest.Config, wh webhookFlags, macPool bool) (*webhookcert.Manager, error) {
+// through the API server (not the manager's cache). Its CA goes into the
+// hco-webhook's configuration and CRD, and into the MAC pool's and the VM
+// validation webhook's configurations when macPool and vmValidation say
+// they are served.
+func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation bool) (*webhookcert.Manager, error) {
 	hosts, err := wh.hosts()
 	if err != nil {
 		return nil, err
@@ -370,6 +384,9 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool bool) (*webhookce
 	}
 	if macPool {
 		targets = append(targets, webhookcert.Target{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName})
+	}
+	if vmValidation {
+		targets = append(targets, webhookcert.Target{Kind: webhookcert.ValidatingWebhook, Name: vmadmission.ConfigurationName})
 	}
 	return webhookcert.New(c, webhookcert.Options{
 		Secret:     types.NamespacedName{Namespace: wh.namespace(), Name: wh.secretName},

@@ -39,6 +39,7 @@ import (
 	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/macpool"
 	"github.com/converge-dev/converge/receiver"
+	"github.com/converge-dev/converge/vmadmission"
 )
 
 var (
@@ -53,7 +54,7 @@ var (
 // registers the hco-webhook (with the CA of the certificate it issued)
 // that then refuses an invalid HyperConverged, serves v1beta1 through its
 // /convert webhook, gives VirtualMachine NICs MACs from the
-// NetworkAddonsConfig range through its MAC pool webhook, exposes the Sync's metrics on /metrics, applies a new
+// NetworkAddonsConfig range through its MAC pool webhook, refuses a VirtualMachine with a field converge does not run, exposes the Sync's metrics on /metrics, applies a new
 // commit when its receiver gets a signed push, and exits 0 on SIGTERM.
 func TestControllerBinary(t *testing.T) {
 	bin, err := controlplane.BinDir()
@@ -233,6 +234,13 @@ func TestControllerBinary(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is already in use by VirtualMachine converge/vm1") {
 		t.Errorf("a VM given vm1's MAC: %v, want it refused naming vm1", err)
 	}
+	// The VM validation webhook refuses a field converge does not run.
+	gpuVM := vmWithNIC("gpu", "")
+	_ = unstructured.SetNestedSlice(gpuVM.Object, []any{map[string]any{"name": "g", "deviceName": "nvidia.com/X"}}, "spec", "template", "spec", "domain", "devices", "gpus")
+	controlplane.Eventually(t, time.Minute, func() bool {
+		err := c.Create(ctx, gpuVM.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request: VirtualMachine converge/gpu: spec.template.spec.domain.devices.gpus: not supported by converge", vmadmission.VirtualMachineWebhookName))
+	})
 	pool := &corev1.ConfigMap{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "converge-macpool"}, pool); err != nil {
 		t.Errorf("the MAC pool's ConfigMap: %v", err)

@@ -1,0 +1,102 @@
+package vmadmission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Validator is the admission handler of both webhooks; it holds no state.
+type Validator struct{}
+
+var _ ctrladmission.Handler = Validator{}
+
+// Handle takes an AdmissionReview request for a kubevirt.io/v1
+// VirtualMachine or VirtualMachineInstance and gives:
+//   - allowed, for operations other than CREATE and UPDATE, and for an
+//     UPDATE that leaves the VMI spec as it was (metadata, runStrategy or
+//     other VM fields: an object stored before converge refused its fields
+//     can still be stopped, relabelled or have its finalizers removed);
+//   - denied, with Message's lines, when Check finds fields converge
+//     refuses;
+//   - an error (400) naming the object when its JSON does not decode, or
+//     the kind is neither.
+func (Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return ctrladmission.Allowed("")
+	}
+	kind := req.Kind.Kind
+	name := req.Name
+	if name == "" { // generateName: the API server names it after admission
+		name = generateName(req.Object.Raw) + "*"
+	}
+	what := kind + " " + req.Namespace + "/" + name
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		same, err := sameSpec(kind, req.OldObject.Raw, req.Object.Raw)
+		if err != nil {
+			return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
+		}
+		if same {
+			return ctrladmission.Allowed(SpecPath(kind) + " unchanged")
+		}
+	}
+	errs, err := Check(kind, req.Object.Raw)
+	if err != nil {
+		return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
+	}
+	if len(errs) > 0 {
+		return ctrladmission.Denied(Message(what, errs))
+	}
+	return ctrladmission.Allowed("")
+}
+
+// sameSpec reports whether old and new have equal VMI specs (at
+// SpecPath(kind)), compared as decoded JSON.
+func sameSpec(kind string, old, new []byte) (bool, error) {
+	path := SpecPath(kind)
+	if path == "" {
+		return false, fmt.Errorf("kind %q: want %s or %s", kind, VirtualMachineKind, VirtualMachineInstanceKind)
+	}
+	a, err := specAt(old, path)
+	if err != nil {
+		return false, fmt.Errorf("decoding the old object: %w", err)
+	}
+	b, err := specAt(new, path)
+	if err != nil {
+		return false, fmt.Errorf("decoding the %s: %w", kind, err)
+	}
+	return reflect.DeepEqual(a, b), nil
+}
+
+// specAt gives the value at the dotted path of the JSON object raw (nil
+// when absent).
+func specAt(raw []byte, path string) (any, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, nil
+		}
+		v = m[k]
+	}
+	return v, nil
+}
+
+func generateName(raw []byte) string {
+	var meta struct {
+		Metadata struct {
+			GenerateName string `json:"generateName"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw, &meta)
+	return meta.Metadata.GenerateName
+}
