@@ -3,8 +3,8 @@ package datavolume
 // Annotations and labels, with CDI's names where CDI has one
 // (pkg/controller/common/util.go in kubevirt/containerized-data-importer).
 const (
-	// AnnSource is the import source on the PVC: SourceHTTP or SourceNone
-	// (blank), CDI's AnnSource.
+	// AnnSource is the import source on the PVC: SourceHTTP, SourceNone
+	// (blank) or SourceUpload, CDI's AnnSource.
 	AnnSource = "cdi.kubevirt.io/storage.import.source"
 	// AnnEndpoint is the http(s) URL of an http source, CDI's AnnEndpoint.
 	AnnEndpoint = "cdi.kubevirt.io/storage.import.endpoint"
@@ -20,17 +20,25 @@ const (
 	// WaitForFirstConsumer storage (set by the scheduler in Kubernetes, by
 	// this controller here).
 	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+	// AnnUploadRequest marks, with value "", the PVC of a DataVolume with
+	// spec.source.upload: the upload target, CDI's AnnUploadRequest
+	// (the upload controller; CDI's cdi-uploadproxy only accepts PVCs
+	// carrying it).
+	AnnUploadRequest = "cdi.kubevirt.io/storage.upload.target"
 	// AnnCreatedForDataVolume is CDI's marker naming the DataVolume UID a
 	// PVC was created for.
 	AnnCreatedForDataVolume = "cdi.kubevirt.io/createdForDataVolume"
 
-	// SourceHTTP and SourceNone are AnnSource values.
-	SourceHTTP = "http"
-	SourceNone = "none"
+	// SourceHTTP, SourceNone and SourceUpload are AnnSource values
+	// (SourceKind).
+	SourceHTTP   = "http"
+	SourceNone   = "none"
+	SourceUpload = "upload"
 
 	// ImporterNodeLabel marks, with value "true", the Nodes where a
 	// cdi-importer agent runs (set by nodeplane/cdiimport); only they are
-	// chosen for WaitForFirstConsumer imports.
+	// chosen for WaitForFirstConsumer imports and uploads (the agent
+	// runs the upload server too).
 	ImporterNodeLabel = "converge.dev/cdi-importer"
 )
 
@@ -52,7 +60,8 @@ const (
 	// ReasonNoImporterNode: WaitForFirstConsumer storage and no Ready Node
 	// labelled ImporterNodeLabel=true.
 	ReasonNoImporterNode = "NoImporterNode"
-	// ReasonUnsupportedSource: a source other than http or blank, or none.
+	// ReasonUnsupportedSource: a source other than http, blank or upload,
+	// or none.
 	ReasonUnsupportedSource = "UnsupportedSource"
 	// ReasonInvalidSpec: no size, or neither spec.pvc nor spec.storage.
 	ReasonInvalidSpec = "InvalidSpec"

@@ -40,8 +40,15 @@ func SetCondition(conds []cdiv1.DataVolumeCondition, t cdiv1.DataVolumeCondition
 }
 
 // Owned reports whether phase belongs to the node agent (ImportInProgress,
-// Succeeded, Failed): the controller then leaves phase, progress,
-// restartCount and the Running and Ready conditions alone.
+// UploadReady, Succeeded, Failed): the controller then leaves phase,
+// progress, restartCount and the Running and Ready conditions alone.
+// UploadReady is set by the agent's upload server (nodeplane/cdiupload
+// ReadyMarker) once the PVC is Bound on its node, and stays while the
+// upload runs, as CDI's upload server pod keeps it.
 func Owned(phase cdiv1.DataVolumePhase) bool {
-	return phase == cdiv1.ImportInProgress || phase == cdiv1.Succeeded || phase == cdiv1.Failed
+	switch phase {
+	case cdiv1.ImportInProgress, cdiv1.UploadReady, cdiv1.Succeeded, cdiv1.Failed:
+		return true
+	}
+	return false
 }

@@ -139,6 +139,32 @@ func TestController(t *testing.T) {
 		}
 	})
 
+	t.Run("upload placed like an import, UploadScheduled", func(t *testing.T) {
+		newDV("up", "wffc", cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}})
+		waitPhase("up", cdiv1.UploadScheduled)
+		pvc := &corev1.PersistentVolumeClaim{}
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, pvc))
+		if v, ok := pvc.Annotations[datavolume.AnnUploadRequest]; !ok || v != "" || pvc.Annotations[datavolume.AnnSource] != datavolume.SourceUpload || pvc.Annotations[datavolume.AnnSelectedNode] != "importer" {
+			t.Errorf("PVC annotations %v: want the upload target, source upload and node importer", pvc.Annotations)
+		}
+		// UploadReady belongs to the agent: the controller keeps it.
+		dv := &cdiv1.DataVolume{}
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv))
+		dv.Status.Phase = cdiv1.UploadReady
+		must(t, c.Status().Update(ctx, dv))
+		pvc.Labels = map[string]string{"poke": "1"} // an owned-PVC event reconciles the DataVolume
+		must(t, c.Update(ctx, pvc))
+		controlplane.Eventually(t, 10*time.Second, func() bool {
+			return c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv) == nil && dv.Status.ClaimName == "up" &&
+				datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeBound) != nil
+		})
+		time.Sleep(500 * time.Millisecond) // let a wrong reconcile land, if any
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv))
+		if dv.Status.Phase != cdiv1.UploadReady {
+			t.Errorf("phase %q after a reconcile, want the agent's UploadReady kept", dv.Status.Phase)
+		}
+	})
+
 	t.Run("unsupported source fails", func(t *testing.T) {
 		u := "docker://quay.io/x"
 		newDV("reg", "now", cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}})

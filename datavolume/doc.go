@@ -1,15 +1,20 @@
 // Package datavolume is converge's cdi-controller role for DataVolumes
 // (cdi.kubevirt.io/v1beta1, the CRD of components/cdi/dv_crd.cue): it turns
 // each DataVolume into its PersistentVolumeClaim and reports the phases up
-// to ImportScheduled; the cdi-importer node agent (nodeplane/cdiimport)
-// fills the volume and writes ImportInProgress, progress, restartCount and
-// Succeeded or Failed.
+// to ImportScheduled (UploadScheduled for spec.source.upload); the
+// cdi-importer node agent (nodeplane/cdiimport) fills the volume and writes
+// ImportInProgress, progress, restartCount and Succeeded or Failed, and its
+// upload server (nodeplane/cdiupload) writes UploadReady once the PVC is
+// Bound on its node, then Succeeded or Failed after the upload.
 //
 // It follows kubevirt/containerized-data-importer (CDI) v1.62:
 // pkg/controller/datavolume/import-controller.go (the PVC is named like the
 // DataVolume, controller-owned by it, annotated with
 // cdi.kubevirt.io/storage.import.source/endpoint/certConfigMap/secretName
-// and cdi.kubevirt.io/storage.contentType), conditions.go (the Bound,
+// and cdi.kubevirt.io/storage.contentType), upload-controller.go (the PVC
+// of spec.source.upload carries cdi.kubevirt.io/storage.upload.target;
+// phase UploadScheduled until the upload server is ready), conditions.go
+// (the Bound,
 // Ready and Running conditions and their reasons), and util.go
 // (spec.storage defaults: ReadWriteOnce, Filesystem).
 //
@@ -22,8 +27,10 @@
 // on its Node), the one with the fewest DataVolumes already placed, and
 // sets the annotation so the provisioner provisions the volume there.
 //
-// Phase ownership. The controller writes Pending, WaitForFirstConsumer and
-// ImportScheduled, claimName and the Bound condition; it never moves a
-// DataVolume out of ImportInProgress, Succeeded or Failed, which belong to
-// the node agent (see Owned).
+// Phase ownership. The controller writes Pending, WaitForFirstConsumer,
+// ImportScheduled and UploadScheduled, claimName and the Bound condition;
+// it never moves a DataVolume out of ImportInProgress, UploadReady,
+// Succeeded or Failed, which belong to the node agent (see Owned).
+// Uploads are placed like imports (PickNode counts them) since the same
+// agent serves them.
 package datavolume

@@ -8,9 +8,9 @@ import (
 
 // PickNode gives the node an import runs on for WaitForFirstConsumer
 // storage: among nodes labelled ImporterNodeLabel=true, Ready and not
-// cordoned, the one with the fewest imports already placed (placed maps a
-// node name to its count of PVCs annotated with AnnSelectedNode), ties
-// broken by name. "" when there is none.
+// cordoned, the one with the fewest imports and uploads already placed
+// (placed maps a node name to its count of DataVolume PVCs, those with
+// AnnSource, annotated with AnnSelectedNode), ties broken by name. "" when there is none.
 func PickNode(nodes []corev1.Node, placed map[string]int) string {
 	var cands []string
 	for i := range nodes {

@@ -2,6 +2,7 @@ package datavolume
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,11 +10,22 @@ import (
 )
 
 // SourceKind gives SourceHTTP for spec.source.http, SourceNone for
-// spec.source.blank, or an error naming the DataVolume and saying which
-// sources are supported (reason ReasonUnsupportedSource).
+// spec.source.blank, SourceUpload for spec.source.upload, or an error
+// naming the DataVolume and saying which sources are supported (reason
+// ReasonUnsupportedSource). Exactly one of the three must be set.
 func SourceKind(dv *cdiv1.DataVolume) (string, error) {
 	s := dv.Spec.Source
+	n := 0
+	if s != nil {
+		for _, set := range []bool{s.HTTP != nil, s.Blank != nil, s.Upload != nil} {
+			if set {
+				n++
+			}
+		}
+	}
 	switch {
+	case n > 1:
+		return "", fmt.Errorf("DataVolume %s/%s: %s; expected exactly one of spec.source.http, spec.source.blank or spec.source.upload", dv.Namespace, dv.Name, setSources(s))
 	case s != nil && s.HTTP != nil && s.Blank == nil:
 		if s.HTTP.URL == "" {
 			return "", fmt.Errorf("DataVolume %s/%s: spec.source.http.url is empty; expected an http:// or https:// URL", dv.Namespace, dv.Name)
@@ -21,11 +33,36 @@ func SourceKind(dv *cdiv1.DataVolume) (string, error) {
 		return SourceHTTP, nil
 	case s != nil && s.Blank != nil && s.HTTP == nil:
 		return SourceNone, nil
+	case s != nil && s.Upload != nil:
+		return SourceUpload, nil
 	case dv.Spec.SourceRef != nil:
-		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef is not supported; expected spec.source.http or spec.source.blank", dv.Namespace, dv.Name)
+		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef is not supported; expected spec.source.http, spec.source.blank or spec.source.upload", dv.Namespace, dv.Name)
 	default:
-		return "", fmt.Errorf("DataVolume %s/%s: expected exactly one of spec.source.http or spec.source.blank (other sources are not supported)", dv.Namespace, dv.Name)
+		return "", fmt.Errorf("DataVolume %s/%s: expected exactly one of spec.source.http, spec.source.blank or spec.source.upload (other sources are not supported)", dv.Namespace, dv.Name)
 	}
+}
+
+// setSources names the supported sources set in s ("spec.source.http and
+// spec.source.upload are both set").
+func setSources(s *cdiv1.DataVolumeSource) string {
+	var names []string
+	if s.HTTP != nil {
+		names = append(names, "spec.source.http")
+	}
+	if s.Blank != nil {
+		names = append(names, "spec.source.blank")
+	}
+	if s.Upload != nil {
+		names = append(names, "spec.source.upload")
+	}
+	return strings.Join(names, " and ") + " are set"
+}
+
+// IsUpload reports whether dv has spec.source.upload (CDI's upload
+// DataVolume: the agent's upload server fills it, phases UploadScheduled
+// and UploadReady in place of ImportScheduled and ImportInProgress).
+func IsUpload(dv *cdiv1.DataVolume) bool {
+	return dv.Spec.Source != nil && dv.Spec.Source.Upload != nil
 }
 
 // ClaimSpec gives the PVC spec of dv: a copy of spec.pvc, or spec.storage
@@ -70,7 +107,8 @@ func ClaimSpec(dv *cdiv1.DataVolume) (corev1.PersistentVolumeClaimSpec, error) {
 // NewPVC gives the PVC CDI creates for dv: same name and namespace,
 // controller-owned by dv, dv's labels, CDI's import annotations (AnnSource,
 // AnnEndpoint, AnnSecret, AnnCertConfigMap, AnnContentType,
-// AnnCreatedForDataVolume) and the spec of ClaimSpec. Errors (unsupported
+// AnnCreatedForDataVolume; for an upload AnnUploadRequest="" as CDI's
+// upload controller) and the spec of ClaimSpec. Errors (unsupported
 // source, no size) name the DataVolume.
 func NewPVC(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 	kind, err := SourceKind(dv)
@@ -87,6 +125,9 @@ func NewPVC(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 		ct = string(cdiv1.DataVolumeKubeVirt)
 	}
 	ann[AnnContentType] = ct
+	if kind == SourceUpload {
+		ann[AnnUploadRequest] = ""
+	}
 	if h := dv.Spec.Source.HTTP; h != nil {
 		ann[AnnEndpoint] = h.URL
 		if h.SecretRef != "" {

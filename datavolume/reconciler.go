@@ -93,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.writeStatus(ctx, dv, st)
 }
 
-// pickNode lists nodes and placed PVCs from the cache and applies PickNode.
+// pickNode lists nodes and placed PVCs from the cache and applies PickNode;
+// every DataVolume PVC counts (AnnSource is http, none or upload).
 func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes, client.MatchingLabels{ImporterNodeLabel: "true"}); err != nil {

@@ -15,7 +15,8 @@ import (
 //   - PVC Pending, WaitForFirstConsumer and no selected node:
 //     WaitForFirstConsumer;
 //   - PVC Pending with a selected node (import placed), or Bound:
-//     ImportScheduled;
+//     ImportScheduled, or UploadScheduled for spec.source.upload (CDI's
+//     upload controller; the agent then sets UploadReady);
 //   - PVC Pending otherwise: Pending.
 //
 // Bound follows the PVC as in CDI's updateBoundCondition ("PVC NAME
@@ -43,15 +44,19 @@ func ControllerStatus(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, w
 		st.Conditions = c
 		return st
 	}
+	scheduled := cdiv1.ImportScheduled
+	if IsUpload(dv) {
+		scheduled = cdiv1.UploadScheduled
+	}
 	switch {
 	case pvc == nil:
 		st.Phase = cdiv1.Pending
 	case pvc.Status.Phase == corev1.ClaimBound:
-		st.Phase = cdiv1.ImportScheduled
+		st.Phase = scheduled
 	case pvc.Status.Phase == corev1.ClaimLost:
 		// Keep the phase: the PVC must be fixed or recreated.
 	case pvc.Annotations[AnnSelectedNode] != "":
-		st.Phase = cdiv1.ImportScheduled
+		st.Phase = scheduled
 	case wffc:
 		st.Phase = cdiv1.WaitForFirstConsumer
 	default:

@@ -23,22 +23,33 @@ func TestControllerStatus(t *testing.T) {
 		phase     cdiv1.DataVolumePhase
 		pvc       *corev1.PersistentVolumeClaim
 		wffc      bool
+		upload    bool
 		wantPhase cdiv1.DataVolumePhase
 		wantBound corev1.ConditionStatus
 		boundWhy  string
 	}{
-		{"no PVC", "", nil, false, cdiv1.Pending, corev1.ConditionFalse, ReasonNotFound},
-		{"immediate pending", "", pvc(corev1.ClaimPending, ""), false, cdiv1.Pending, corev1.ConditionFalse, ReasonPending},
-		{"wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, ReasonPending},
-		{"wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonPending},
-		{"bound", cdiv1.ImportScheduled, pvc(corev1.ClaimBound, "n1"), true, cdiv1.ImportScheduled, corev1.ConditionTrue, ReasonBound},
-		{"agent's phase kept", cdiv1.ImportInProgress, pvc(corev1.ClaimBound, "n1"), true, cdiv1.ImportInProgress, corev1.ConditionTrue, ReasonBound},
-		{"succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, ""), false, cdiv1.Succeeded, corev1.ConditionTrue, ReasonBound},
-		{"lost", cdiv1.ImportScheduled, pvc(corev1.ClaimLost, ""), false, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonClaimLost},
+		{"no PVC", "", nil, false, false, cdiv1.Pending, corev1.ConditionFalse, ReasonNotFound},
+		{"immediate pending", "", pvc(corev1.ClaimPending, ""), false, false, cdiv1.Pending, corev1.ConditionFalse, ReasonPending},
+		{"wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, false, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, ReasonPending},
+		{"wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonPending},
+		{"bound", cdiv1.ImportScheduled, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionTrue, ReasonBound},
+		{"agent's phase kept", cdiv1.ImportInProgress, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportInProgress, corev1.ConditionTrue, ReasonBound},
+		{"succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, ""), false, false, cdiv1.Succeeded, corev1.ConditionTrue, ReasonBound},
+		{"lost", cdiv1.ImportScheduled, pvc(corev1.ClaimLost, ""), false, false, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonClaimLost},
+		{"upload no PVC", "", nil, false, true, cdiv1.Pending, corev1.ConditionFalse, ReasonNotFound},
+		{"upload wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, true, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, ReasonPending},
+		{"upload wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionFalse, ReasonPending},
+		{"upload immediate pending", "", pvc(corev1.ClaimPending, ""), false, true, cdiv1.Pending, corev1.ConditionFalse, ReasonPending},
+		{"upload bound", cdiv1.UploadScheduled, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionTrue, ReasonBound},
+		{"upload ready kept (agent's)", cdiv1.UploadReady, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadReady, corev1.ConditionTrue, ReasonBound},
+		{"upload succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.Succeeded, corev1.ConditionTrue, ReasonBound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dv := &cdiv1.DataVolume{Status: cdiv1.DataVolumeStatus{Phase: tc.phase}}
+			if tc.upload {
+				dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
+			}
 			if Owned(tc.phase) {
 				dv.Status.Conditions = SetCondition(nil, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "", "agent")
 			}
@@ -154,15 +165,38 @@ func TestNewPVC(t *testing.T) {
 			t.Errorf("got %v %+v", p.Annotations, p.Spec)
 		}
 	})
+	t.Run("upload", func(t *testing.T) {
+		dv := base()
+		dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
+		dv.Spec.Storage = &cdiv1.StorageSpec{StorageClassName: &sc, Resources: size}
+		p, err := NewPVC(dv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := p.Annotations[AnnUploadRequest]; !ok || v != "" || p.Annotations[AnnSource] != SourceUpload || p.Annotations[AnnEndpoint] != "" {
+			t.Errorf("annotations %v: want %s=\"\", %s=%s and no endpoint", p.Annotations, AnnUploadRequest, AnnSource, SourceUpload)
+		}
+		if !IsUpload(dv) {
+			t.Errorf("IsUpload = false for spec.source.upload")
+		}
+	})
 	errs := []struct {
 		name, want string
 		mut        func(*cdiv1.DataVolume)
 	}{
-		{"no source", "expected exactly one of spec.source.http or spec.source.blank", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
+		{"no source", "expected exactly one of spec.source.http, spec.source.blank or spec.source.upload", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
 		{"registry", "other sources are not supported", func(dv *cdiv1.DataVolume) {
 			u := "docker://x"
 			dv.Spec.Source = &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}}
 			dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size}
+		}},
+		{"http and upload", "spec.source.http and spec.source.upload are set; expected exactly one", func(dv *cdiv1.DataVolume) {
+			dv.Spec.Source = &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://h/i"}, Upload: &cdiv1.DataVolumeSourceUpload{}}
+			dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size}
+		}},
+		{"upload without size", "spec.storage.resources.requests.storage is missing", func(dv *cdiv1.DataVolume) {
+			dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
+			dv.Spec.Storage = &cdiv1.StorageSpec{}
 		}},
 		{"no size", "spec.storage.resources.requests.storage is missing", func(dv *cdiv1.DataVolume) {
 			dv.Spec.Source = &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}

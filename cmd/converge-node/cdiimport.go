@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -9,21 +10,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
+	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/upload"
 )
 
 func init() { subcommands = append(subcommands, newCDIImportCommand) }
 
 // newCDIImportCommand is `converge-node cdi-importer`: the cdi-importer
 // node agent (package nodeplane/cdiimport) watching DataVolumes through
-// the API server.
+// the API server, with the node's upload server (nodeplane/cdiupload) in
+// the same process unless --upload-bind-address is empty.
 func newCDIImportCommand() *cobra.Command {
 	opts := cdiimport.DefaultOptions()
+	up := cdiupload.DefaultOptions(opts)
+	keysNamespace := up.PublicKeys.Namespace
 	var kubeconfig string
 	var pools []string
 	cmd := &cobra.Command{
 		Use:   "cdi-importer --node-name N --storage-pool NAME=PATH ...",
-		Short: "Import DataVolumes (http, blank) into this node's hostpath CSI volumes (the CDI importer role)",
+		Short: "Import and receive uploads of DataVolumes (http, blank, upload) into this node's hostpath CSI volumes (the CDI importer and upload server roles)",
 		Long: `cdi-importer labels its Node converge.dev/cdi-importer=true, watches
 DataVolumes whose PVC is Bound to a PersistentVolume of the hostpath CSI driver
 on this node, and fills the volume: spec.source.http is downloaded, checked
@@ -31,9 +37,21 @@ on this node, and fills the volume: spec.source.http is downloaded, checked
 to <volume>/data/disk.img (Filesystem) or the volume's disk file (Block);
 spec.source.blank becomes a sparse disk.img of the PVC size. It writes the
 DataVolume's phase (ImportInProgress, Succeeded, Failed), status.progress,
-restartCount and the Running/Ready conditions. --storage-pool must list the
-same pools as converge-node hostpath-csi on this node. Needs qemu-img (Debian
-qemu-utils).`,
+restartCount and the Running/Ready conditions.
+
+In the same process it serves uploads (spec.source.upload, CDI's
+cdi-uploadserver role) over HTTPS on --upload-bind-address (default :8187;
+empty disables): it moves an upload DataVolume whose PVC is Bound on this node
+to UploadReady, publishes its address (--upload-advertise-address, else the
+Node's InternalIP with the bound port) and certificate fingerprint on the
+Node, checks each upload's token against the public keys ConfigMap
+converge-upload-token-public-keys in --upload-keys-namespace (the namespace
+of converge-controller, which issues the tokens), and streams the body
+through the importer (qcow2 converted to raw) into disk.img. Use
+` + "`converge image-upload dv`" + ` to upload.
+
+--storage-pool must list the same pools as converge-node hostpath-csi on this
+node. Needs qemu-img (Debian qemu-utils).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.NodeName == "" {
@@ -49,11 +67,32 @@ qemu-utils).`,
 				}
 				opts.Pools = append(opts.Pools, p)
 			}
+			if up.BindAddress != "" {
+				if _, _, err := net.SplitHostPort(up.BindAddress); err != nil {
+					return fmt.Errorf("cdi-importer: --upload-bind-address %q: expected host:port or :port (empty disables uploads): %w", up.BindAddress, err)
+				}
+				if up.AdvertiseAddress != "" {
+					if _, _, err := net.SplitHostPort(up.AdvertiseAddress); err != nil {
+						return fmt.Errorf("cdi-importer: --upload-advertise-address %q: expected host:port: %w", up.AdvertiseAddress, err)
+					}
+				}
+				if keysNamespace == "" {
+					return fmt.Errorf("cdi-importer: --upload-keys-namespace: required with an upload server (converge-controller's namespace)")
+				}
+			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("cdi-importer: kubeconfig %q: %w", kubeconfig, err)
 			}
-			ctrl.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr())))
+			log := zap.New(zap.WriteTo(cmd.ErrOrStderr()))
+			ctrl.SetLogger(log)
+			if up.BindAddress != "" {
+				uo := up
+				uo.Volumes = opts
+				uo.PublicKeys.Namespace = keysNamespace
+				uo.Log = log.WithName("cdi-upload")
+				opts.Setups = append(opts.Setups, func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, uo) })
+			}
 			return cdiimport.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -68,5 +107,8 @@ qemu-utils).`,
 	f.DurationVar(&opts.StatusInterval, "status-interval", opts.StatusInterval, "minimum time between two status.progress writes")
 	f.IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "imports running at once on this node")
 	f.StringVar(&opts.Importer.QemuImg, "qemu-img", opts.Importer.QemuImg, "qemu-img binary")
+	f.StringVar(&up.BindAddress, "upload-bind-address", up.BindAddress, "host:port of the HTTPS upload server (empty: no upload server)")
+	f.StringVar(&up.AdvertiseAddress, "upload-advertise-address", "", "host:port clients dial for uploads, published on the Node (default: the Node's InternalIP and the bound port)")
+	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+upload.DefaultOptions().PublicKeys.Name+" (converge-controller's namespace)")
 	return cmd
 }

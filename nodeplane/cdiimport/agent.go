@@ -23,8 +23,10 @@ import (
 )
 
 // Run runs the agent against the API server of cfg until ctx ends: a
-// manager (no metrics or health endpoints) with Setup. It returns ctx's
-// end as nil, or the first error (options invalid, Node missing).
+// manager (no metrics or health endpoints, scheme client-go +
+// cdi.kubevirt.io/v1beta1) with Setup, then each of opts.Setups. It
+// returns ctx's end as nil, or the first error (options invalid, Node
+// missing, a Setups error).
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -39,6 +41,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if err := Setup(mgr, opts); err != nil {
 		return err
+	}
+	for _, s := range opts.Setups {
+		if err := s(mgr); err != nil {
+			return err
+		}
 	}
 	return mgr.Start(ctx)
 }

@@ -10,40 +10,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
 )
 
-// chainControllers are the kube-controller-manager controllers the chain
-// needs: the PV binder and the PV/PVC protection finalizers, and the
-// garbage collector that deletes a DataVolume's PVC through its owner
-// reference.
-var chainControllers = append(append([]string{}, controlplane.PersistentVolumeControllers...), "garbage-collector-controller")
-
-// TestChain runs the whole storage chain with no stand-in: a real
-// kube-apiserver and etcd; kube-controller-manager (PV binder, PV/PVC
-// protection, garbage collector); the DataVolume controller and the
-// cdi-importer agent of node-a in one manager; the hostpath CSI driver of
-// node-a with its PVC provisioner (in-process, as `converge-node
-// hostpath-csi --kubeconfig` runs them; no mounts, so no root); and a
-// qcow2 image made with qemu-img served on loopback.
+// TestChain runs the whole storage chain with no stand-in (newChain: a
+// real kube-apiserver and etcd; kube-controller-manager; the DataVolume
+// controller; node-a's hostpath CSI driver with its PVC provisioner and
+// its cdi-importer agent through cdiimport.Run) and a qcow2 image made
+// with qemu-img served on loopback.
 //
 // A DataVolume of StorageClass hostpath-csi (WaitForFirstConsumer, pool
 // "local") goes: DataVolume controller creates the PVC and selects node-a
@@ -53,105 +36,8 @@ var chainControllers = append(append([]string{}, controlplane.PersistentVolumeCo
 // the PVC (garbage collector), the PV (reclaim Delete, by the provisioner)
 // and the volume directory. Each step's latency is logged.
 func TestChain(t *testing.T) {
-	requireTool(t, "qemu-img")
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) || !controlplane.ControllerManagerAvailable(bin) {
-		msg := "kube-apiserver, etcd or kube-controller-manager is not in bin/: run hack/controlplane/build.sh"
-		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	ctx := context.Background()
-	t0 := time.Now()
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := newScheme()
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The CRD goes in before kube-controller-manager starts, so its
-	// garbage collector watches DataVolumes from the start instead of
-	// after its next discovery resync (30 s).
-	installDataVolumeCRD(t, c)
-	kcm, err := controlplane.StartControllerManager(cp, chainControllers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kube-controller-manager log tail:\n%s", kcm.LogTail(4000))
-		}
-		kcm.Stop()
-	})
-	t.Logf("control plane with kube-controller-manager up in %v", time.Since(t0))
-
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	wffc, del := storagev1.VolumeBindingWaitForFirstConsumer, corev1.PersistentVolumeReclaimDelete
-	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName},
-		Provisioner: hostpath.DefaultDriverName, VolumeBindingMode: &wffc, ReclaimPolicy: &del,
-		Parameters: map[string]string{hostpath.ParameterStoragePool: poolDir}}))
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{hostpath.TopologyKey: node}}}
-	must(t, c.Create(ctx, n))
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	must(t, c.Status().Update(ctx, n))
-
-	// node-a: the hostpath driver and its provisioner, one pool.
-	dir := t.TempDir()
-	pool := hostpath.Pool{Name: poolDir, Path: filepath.Join(dir, "pool")}
-	do := hostpath.DefaultOptions()
-	do.Endpoint, do.NodeID, do.Pools = "unix://"+filepath.Join(dir, "csi.sock"), node, []hostpath.Pool{pool}
-	d, err := hostpath.New(do)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	po := provisioner.DefaultOptions()
-	po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
-	rctx, cancel := context.WithCancel(ctx)
-	p, err := provisioner.New(rctx, po)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	provisioned := make(chan struct{})
-	go func() { p.Run(rctx); close(provisioned) }()
-
-	// The control-plane side (DataVolume controller) and node-a's
-	// cdi-importer, as converge-controller and converge-node run them.
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	dvo := datavolume.DefaultOptions()
-	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
-	must(t, datavolume.Setup(mgr, dvo))
-	o := cdiimport.DefaultOptions()
-	o.NodeName, o.Pools = node, []hostpath.Pool{pool}
-	o.StatusInterval, o.CRDPoll, o.SkipNameValidation = 100*time.Millisecond, 100*time.Millisecond, true
-	must(t, cdiimport.Setup(mgr, o))
-	managed := make(chan error, 1)
-	go func() { managed <- mgr.Start(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-managed; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-		<-provisioned
-		d.Close()
-	})
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		got := &corev1.Node{}
-		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[datavolume.ImporterNodeLabel] == "true"
-	})
+	ch := newChain(t, nil)
+	ctx, c, pool := context.Background(), ch.c, ch.pool
 
 	// A 16 MiB raw image of random stripes and holes, served as qcow2; the
 	// PVC has the same size, so the imported disk must equal it exactly.
@@ -244,42 +130,4 @@ func TestChain(t *testing.T) {
 		t.Errorf("pool %s not empty after the DataVolume is deleted: %v", pool.Path, left)
 	}
 	steps.total("deletion chain")
-}
-
-// stepper logs how long each step of a chain took after the previous one.
-type stepper struct {
-	t           *testing.T
-	start, last time.Time
-}
-
-func newStepper(t *testing.T) *stepper {
-	now := time.Now()
-	return &stepper{t: t, start: now, last: now}
-}
-
-// wait polls cond every 10 ms (a finer grain than controlplane.Eventually,
-// for the latency figures), failing after 90 s, and logs the step's
-// latency.
-func (s *stepper) wait(step string, cond func() bool) {
-	s.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: not within 90s", step)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.done(step)
-}
-
-func (s *stepper) done(step string) {
-	s.t.Helper()
-	now := time.Now()
-	s.t.Logf("%-60s +%v", step, now.Sub(s.last).Round(time.Millisecond))
-	s.last = now
-}
-
-func (s *stepper) total(what string) {
-	s.t.Helper()
-	s.t.Logf("%s: %v in all", what, time.Since(s.start).Round(time.Millisecond))
 }

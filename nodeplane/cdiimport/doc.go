@@ -10,7 +10,9 @@
 // checksum, qcow2 → raw with qemu-img, sparse, size check) into
 // <volume data dir>/disk.img for a Filesystem volume (CDI's file name) or
 // the volume's disk file for a Block volume; spec.source.blank makes a
-// sparse disk.img of the PVC size. The checksum is the converge extension
+// sparse disk.img of the PVC size. spec.source.upload is skipped (not an
+// error): the upload server (nodeplane/cdiupload), run in the same process
+// through Options.Setups, fills it. The checksum is the converge extension
 // spec.source.http.checksum; spec.source.http.certConfigMap names a
 // ConfigMap whose values are PEM CAs, as CDI.
 //

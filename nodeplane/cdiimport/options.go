@@ -3,6 +3,8 @@ package cdiimport
 import (
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/importer"
 )
@@ -40,6 +42,10 @@ type Options struct {
 	// SkipNameValidation lets several managers in one process register
 	// the controller; for tests.
 	SkipNameValidation bool
+	// Setups are called by Run with the agent's manager after Setup, to
+	// add more node roles to the same process (the upload server:
+	// cdiupload.Setup). An error stops Run.
+	Setups []func(ctrl.Manager) error
 }
 
 // DefaultOptions gives DriverName hostpath.DefaultDriverName,

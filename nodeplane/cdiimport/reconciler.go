@@ -56,6 +56,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if dv.DeletionTimestamp != nil || dv.Status.Phase == cdiv1.Succeeded || dv.Status.Phase == cdiv1.Failed {
 		return ctrl.Result{}, nil
 	}
+	if datavolume.IsUpload(dv) {
+		return ctrl.Result{}, nil // the upload server (nodeplane/cdiupload) fills it
+	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

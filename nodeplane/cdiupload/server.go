@@ -92,31 +92,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, he.msg, he.code)
 		return
 	}
-	b, err := newBridge(r.Body, r.ContentLength)
-	if err != nil {
-		s.release(key)
-		http.Error(w, fmt.Sprintf("DataVolume %s: %v", key, err), http.StatusInternalServerError)
-		return
-	}
+	b := &body{r: r.Body, size: r.ContentLength, done: make(chan struct{})}
 	if r.URL.Path == UploadAsyncPath {
 		// CDI's upload-async: answer once the body is in, convert after
 		go func() {
 			defer s.release(key)
-			defer b.Close()
 			if _, err := s.receive(context.WithoutCancel(r.Context()), b, key, target); err != nil {
 				s.log.Info("upload failed", "dataVolume", key.String(), "error", err.Error())
 			}
 		}()
-		<-b.copied
-		if b.copyErr != nil {
-			http.Error(w, fmt.Sprintf("DataVolume %s: receiving the body: %v (see the DataVolume's conditions)", key, b.copyErr), http.StatusBadRequest)
+		<-b.done
+		if b.err != nil {
+			http.Error(w, fmt.Sprintf("DataVolume %s: receiving the body: %v (see the DataVolume's conditions)", key, b.err), http.StatusBadRequest)
 			return
 		}
 		fmt.Fprintf(w, "DataVolume %s: body received; converting in the background (watch its phase)\n", key)
 		return
 	}
 	defer s.release(key)
-	defer b.Close()
 	start := time.Now()
 	res, err := s.receive(r.Context(), b, key, target)
 	if err != nil {
@@ -225,7 +218,8 @@ func (s *Server) release(key types.NamespacedName) {
 
 // receive streams r's body through the importer into t and writes the
 // DataVolume's status along the way.
-func (s *Server) receive(ctx context.Context, b *bridge, key types.NamespacedName, t target) (importer.Result, error) {
+func (s *Server) receive(ctx context.Context, b *body, key types.NamespacedName, t target) (importer.Result, error) {
+	defer b.finish(errors.New("the upload stopped before its body was read"))
 	running := func(dv *cdiv1.DataVolume) bool {
 		if dv.Status.Phase != cdiv1.UploadReady {
 			return false
@@ -251,7 +245,10 @@ func (s *Server) receive(ctx context.Context, b *bridge, key types.NamespacedNam
 			return true
 		})
 	}
-	res, ierr := importer.Import(ctx, importer.Source{URL: b.URL}, importer.Target{Path: t.vol.Path, SizeBytes: t.size}, iopts)
+	res, ierr := importer.ImportReader(ctx, b, b.size, importer.Target{Path: t.vol.Path, SizeBytes: t.size}, iopts)
+	if ierr != nil {
+		b.finish(ierr)
+	}
 	// the status is written even when the client went away
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -268,7 +265,7 @@ func (s *Server) receive(ctx context.Context, b *bridge, key types.NamespacedNam
 	if reason == "" {
 		reason = ReasonUploadFailed
 	}
-	msg := strings.ReplaceAll(ierr.Error(), b.URL, "upload body")
+	msg := strings.ReplaceAll(ierr.Error(), "stream to "+t.vol.Path, "upload to "+t.vol.Path)
 	final := slices.Contains(permanent, importer.Reason(reason))
 	_ = updateStatus(wctx, s.c, s.r, key, func(dv *cdiv1.DataVolume) bool {
 		if final {
@@ -281,8 +278,8 @@ func (s *Server) receive(ctx context.Context, b *bridge, key types.NamespacedNam
 	return res, &uploadError{msg: msg, err: ierr}
 }
 
-// uploadError hides the bridge URL from the message while keeping the
-// importer's error for ReasonOf.
+// uploadError carries the message written to the DataVolume while keeping
+// the importer's error for ReasonOf.
 type uploadError struct {
 	msg string
 	err error

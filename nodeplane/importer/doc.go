@@ -20,6 +20,10 @@
 // Target.Path. On any error the temporary files are removed and Target.Path
 // is left as it was.
 //
+// ImportReader runs the same steps on a stream (an upload body, CDI's
+// cdi-uploadserver): the stream is spooled to the temporary file first,
+// since qemu-img needs a seekable file, and read once (no retries).
+//
 // Errors are *Error values carrying a Reason (NotFound, ChecksumMismatch,
 // NotAnImage, TooBig, Unreachable, Timeout, ...) and whether retrying can
 // help, for the DataVolume controller's conditions.

@@ -111,9 +111,18 @@ func fetchOnce(ctx context.Context, client *http.Client, src Source, f *os.File,
 		retry := code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 		return download{}, newError(src.URL, ReasonHTTPError, retry, "GET: server answered %s, expected 200 OK", resp.Status)
 	}
-	total := resp.ContentLength
+	return copyBody(src.URL, resp.Body, resp.ContentLength, resp.Header.Get("Content-Type"), f, sum, limit, rep, classify)
+}
+
+// copyBody writes body (total bytes; -1: unknown) into the empty file f,
+// sparse, feeding sum (optional) and rep. ctype is the declared
+// Content-Type ("" if none). It refuses a text/HTML/XML body
+// (ReasonNotAnImage), a body over limit (> 0; ReasonTooBig) and a body of
+// another length than total; readErr classifies read errors of body.
+// label names the source in errors.
+func copyBody(label string, body io.Reader, total int64, ctype string, f *os.File, sum *checksum, limit int64, rep *reporter, readErr func(err error, during string) *Error) (download, *Error) {
 	tooBig := func(what string) *Error {
-		return newError(src.URL, ReasonTooBig, false, "%s: more than %d bytes, the most an image for this volume can take; a larger PVC is required", what, limit)
+		return newError(label, ReasonTooBig, false, "%s: more than %d bytes, the most an image for this volume can take; a larger PVC is required", what, limit)
 	}
 	if limit > 0 && total > limit {
 		return download{}, tooBig(fmt.Sprintf("Content-Length %d", total))
@@ -122,15 +131,15 @@ func fetchOnce(ctx context.Context, client *http.Client, src Source, f *os.File,
 	// Sniff the first bytes: an HTML page (a login or error page served
 	// with 200) is not an image, though qemu-img would call it raw.
 	head := make([]byte, 512)
-	n, err := io.ReadFull(resp.Body, head)
+	n, err := io.ReadFull(body, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return download{}, classify(err, "reading body")
+		return download{}, readErr(err, "reading body")
 	}
 	head = head[:n]
 	ct := http.DetectContentType(head)
 	if strings.HasPrefix(ct, "text/html") || strings.HasPrefix(ct, "text/xml") ||
-		strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/html") {
-		return download{}, newError(src.URL, ReasonNotAnImage, false, "body is a %s document (Content-Type %q), expected a disk image (raw, qcow2, ...)", ct, resp.Header.Get("Content-Type"))
+		strings.HasPrefix(strings.ToLower(ctype), "text/html") {
+		return download{}, newError(label, ReasonNotAnImage, false, "body is a %s document (Content-Type %q), expected a disk image (raw, qcow2, ...)", ct, ctype)
 	}
 	convert := bytes.HasPrefix(head, qcow2Magic)
 	weight := 99.0
@@ -144,22 +153,22 @@ func fetchOnce(ctx context.Context, client *http.Client, src Source, f *os.File,
 	}
 	pw := &progressWriter{w: dst, total: total, weight: weight, rep: rep, limit: limit}
 	if _, err := pw.Write(head); err != nil {
-		return download{}, newError(src.URL, ReasonWriteFailed, true, "write %s: %w", f.Name(), err)
+		return download{}, newError(label, ReasonWriteFailed, true, "write %s: %w", f.Name(), err)
 	}
-	if _, err := io.CopyBuffer(pw, resp.Body, make([]byte, 1<<20)); err != nil {
+	if _, err := io.CopyBuffer(pw, body, make([]byte, 1<<20)); err != nil {
 		if errors.Is(pw.werr, errTooBig) {
 			return download{}, tooBig(fmt.Sprintf("body stopped after %d bytes", pw.n))
 		}
 		if pw.werr != nil {
-			return download{}, newError(src.URL, ReasonWriteFailed, true, "write %s: %w", f.Name(), pw.werr)
+			return download{}, newError(label, ReasonWriteFailed, true, "write %s: %w", f.Name(), pw.werr)
 		}
-		return download{}, classify(err, fmt.Sprintf("reading body after %d bytes", pw.n))
+		return download{}, readErr(err, fmt.Sprintf("reading body after %d bytes", pw.n))
 	}
 	if total >= 0 && pw.n != total {
-		return download{}, newError(src.URL, ReasonUnreachable, true, "body ended after %d bytes, Content-Length said %d", pw.n, total)
+		return download{}, readErr(fmt.Errorf("body ended after %d bytes, Content-Length said %d", pw.n, total), "reading body")
 	}
 	if err := w.finish(); err != nil {
-		return download{}, newError(src.URL, ReasonWriteFailed, true, "write %s: %w", f.Name(), err)
+		return download{}, newError(label, ReasonWriteFailed, true, "write %s: %w", f.Name(), err)
 	}
 	rep.update(pw.n, total, pw.percent(), true)
 	return download{bytes: pw.n, convert: convert}, nil
