@@ -22,6 +22,12 @@ import (
 // controllers run) fails PhaseHealth when the kstatus wait times out.
 func TestStageErrors(t *testing.T) {
 	_, _, mk := newClient(t)
+	// The graph's CRDs first, with room to spare: on a loaded machine its
+	// 14 CRDs (the VM ones are large) take longer than the 2 s the cases
+	// below allow to become established.
+	if _, err := trySync(t, mk(testOptions(false)), renderExample(t, nil, nil)); err != nil {
+		t.Fatalf("installing the example: %v", err)
+	}
 	opts := testOptions(false)
 	opts.WaitTimeout = 2 * time.Second
 	p := mk(opts)

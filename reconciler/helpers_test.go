@@ -114,7 +114,7 @@ func configMap(name string, data map[string]string) *unstructured.Unstructured {
 func testOptions(gates bool) reconciler.Options {
 	o := reconciler.DefaultOptions()
 	o.HealthGates = gates
-	o.WaitTimeout = 30 * time.Second
+	o.WaitTimeout = time.Minute // a bound for loaded CI machines, not a speed check
 	o.WaitInterval = 100 * time.Millisecond
 	return o
 }

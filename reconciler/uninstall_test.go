@@ -91,8 +91,9 @@ func TestUninstall(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: hcNS, Name: hcNS}, hc); !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 		t.Errorf("HC after Uninstall: %v, want not found", err)
 	}
-	// CRDs are not waited for; the API server finishes their deletion.
-	controlplane.Eventually(t, time.Minute, func() bool {
+	// CRDs are not waited for; the API server finishes their deletion
+	// (minutes on a loaded machine: it deletes every object of each first).
+	controlplane.Eventually(t, 3*time.Minute, func() bool {
 		crds := &apiextensionsv1.CustomResourceDefinitionList{}
 		return c.List(ctx, crds, client.MatchingLabels(owner)) == nil && len(crds.Items) == 0
 	})
