@@ -100,31 +100,12 @@ func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep admission.E
 		case <-ctx.Done():
 			return nil
 		}
-		var caBundle []byte
-		if certs != nil {
-			select {
-			case <-certs.Ready():
-			case <-ctx.Done():
-				return nil
-			}
-			caBundle = certs.CABundle()
+		apply := func(ctx context.Context, caBundle []byte) error {
+			return macpool.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
 		}
-		for {
-			err := macpool.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
-			if err == nil {
-				break
-			}
-			log.Error(err, "registering the MAC pool webhook; retrying in 5s")
-			select {
-			case <-time.After(5 * time.Second):
-			case <-ctx.Done():
-				return nil
-			}
+		if !registerWebhook(ctx, log.WithValues("range", ctl.Pool().Range().String()), "the MAC pool webhook "+macpool.ConfigurationName, certs, apply) {
+			return nil
 		}
-		if certs != nil {
-			certs.Trigger()
-		}
-		log.Info("MAC pool webhook registered", "configuration", macpool.ConfigurationName, "range", ctl.Pool().Range().String())
 		tick := time.NewTicker(f.recheck)
 		defer tick.Stop()
 		for {

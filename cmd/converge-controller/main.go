@@ -423,31 +423,12 @@ func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep admission.Endpoi
 		if _, err := engine.CRDs(); err != nil {
 			return err
 		}
-		var caBundle []byte
-		if certs != nil {
-			select {
-			case <-certs.Ready():
-			case <-ctx.Done():
-				return nil
-			}
-			caBundle = certs.CABundle()
+		apply := func(ctx context.Context, caBundle []byte) error {
+			return admission.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
 		}
-		for {
-			err := admission.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
-			if err == nil {
-				break
-			}
-			ctrl.Log.Error(err, "registering the hco-webhook; retrying in 5s")
-			select {
-			case <-time.After(5 * time.Second):
-			case <-ctx.Done():
-				return nil
-			}
+		if !registerWebhook(ctx, ctrl.Log.WithName("admission"), "the hco-webhook "+admission.ConfigurationName, certs, apply) {
+			return nil
 		}
-		if certs != nil {
-			certs.Trigger() // re-inject, should the CA have rotated meanwhile
-		}
-		ctrl.Log.Info("hco-webhook registered", "configuration", admission.ConfigurationName)
 		<-ctx.Done()
 		return nil
 	}))

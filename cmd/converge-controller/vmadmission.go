@@ -38,31 +38,12 @@ func setupVMValidation(mgr manager.Manager, crdPoll time.Duration, ep admission.
 		if !crdwait.Wait(ctx, c, crdPoll, "virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io") {
 			return nil
 		}
-		var caBundle []byte
-		if certs != nil {
-			select {
-			case <-certs.Ready():
-			case <-ctx.Done():
-				return nil
-			}
-			caBundle = certs.CABundle()
+		apply := func(ctx context.Context, caBundle []byte) error {
+			return vmadmission.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
 		}
-		for {
-			err := vmadmission.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
-			if err == nil {
-				break
-			}
-			log.Error(err, "registering the VM validation webhook; retrying in 5s")
-			select {
-			case <-time.After(5 * time.Second):
-			case <-ctx.Done():
-				return nil
-			}
+		if !registerWebhook(ctx, log, "the VM validation webhook "+vmadmission.ConfigurationName, certs, apply) {
+			return nil
 		}
-		if certs != nil {
-			certs.Trigger() // re-inject, should the CA have rotated meanwhile
-		}
-		log.Info("VM validation webhook registered", "configuration", vmadmission.ConfigurationName)
 		<-ctx.Done()
 		return nil
 	}))
