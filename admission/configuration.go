@@ -51,17 +51,8 @@ func Register(srv webhook.Server, v *Validator) {
 // allows without checks, so it is left out).
 func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
 	hook := func(name, version, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		cc := ep.AdmissionClientConfig(path, caBundle)
-		return acv1.ValidatingWebhook().WithName(name).WithClientConfig(cc).
-			WithRules(acv1.RuleWithOperations().
-				WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update).
-				WithAPIGroups("hco.kubevirt.io").WithAPIVersions(version).WithResources("hyperconvergeds").
-				WithScope(admissionregistrationv1.NamespacedScope)).
-			WithMatchPolicy(admissionregistrationv1.Exact).
-			WithFailurePolicy(admissionregistrationv1.Fail).
-			WithSideEffects(admissionregistrationv1.SideEffectClassNone).
-			WithTimeoutSeconds(10).
-			WithAdmissionReviewVersions("v1")
+		return ep.ValidatingWebhook(webhookcert.ValidatingHook{Name: name, Path: path,
+			Group: "hco.kubevirt.io", Version: version, Resource: "hyperconvergeds", MatchPolicy: admissionregistrationv1.Exact}, caBundle)
 	}
 	return acv1.ValidatingWebhookConfiguration(ConfigurationName).WithWebhooks(
 		hook(V1Beta1WebhookName, "v1beta1", V1Beta1Path),

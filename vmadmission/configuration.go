@@ -52,16 +52,8 @@ func Register(srv webhook.Server) {
 // admissionReviewVersions [v1].
 func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
 	hook := func(name, resource, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		return acv1.ValidatingWebhook().WithName(name).WithClientConfig(ep.AdmissionClientConfig(path, caBundle)).
-			WithRules(acv1.RuleWithOperations().
-				WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update).
-				WithAPIGroups("kubevirt.io").WithAPIVersions("v1").WithResources(resource).
-				WithScope(admissionregistrationv1.NamespacedScope)).
-			WithMatchPolicy(admissionregistrationv1.Equivalent).
-			WithFailurePolicy(admissionregistrationv1.Fail).
-			WithSideEffects(admissionregistrationv1.SideEffectClassNone).
-			WithTimeoutSeconds(10).
-			WithAdmissionReviewVersions("v1")
+		return ep.ValidatingWebhook(webhookcert.ValidatingHook{Name: name, Path: path,
+			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}, caBundle)
 	}
 	return acv1.ValidatingWebhookConfiguration(ConfigurationName).WithWebhooks(
 		hook(VirtualMachineWebhookName, "virtualmachines", VirtualMachinePath),

@@ -3,7 +3,6 @@ package cdiimport
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,10 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge/datavolume"
 )
@@ -70,23 +67,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := labelNode(ctx, mgr.GetClient(), opts.NodeName); err != nil {
 			return err
 		}
-		for !datavolume.CRDEstablished(ctx, mgr.GetAPIReader(), datavolume.CRDName) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.CRDPoll):
-			}
+		if !WaitForCRD(ctx, mgr.GetAPIReader(), opts.CRDPoll) {
+			return nil
 		}
 		r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts,
 			Events: mgr.GetEventRecorderFor(EventSource)} //nolint:staticcheck // core/v1 Events, which kubectl describe shows, as CDI
-		// The PVC of a DataVolume has its name: a PVC binding enqueues it.
-		byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-		})
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("cdi-importer").
 			For(&cdiv1.DataVolume{}).
-			Watches(&corev1.PersistentVolumeClaim{}, byName).
+			Watches(&corev1.PersistentVolumeClaim{}, EnqueueSameName).
 			WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1), SkipNameValidation: &opts.SkipNameValidation}).
 			Complete(r); err != nil {
 			return fmt.Errorf("cdi-importer: building the controller: %w", err)

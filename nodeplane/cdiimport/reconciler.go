@@ -87,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	backoff := r.Options.Backoff
 	for {
 		started := false
-		dv, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
+		dv, err = UpdateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 			if dv.Status.Phase == cdiv1.Succeeded || dv.Status.Phase == cdiv1.Failed {
 				return false
 			}
@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if ierr == nil {
 			log.Info("import succeeded", "duration", time.Since(start))
-			dv, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
+			dv, err = UpdateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 				dv.Status.Phase = cdiv1.Succeeded
 				dv.Status.Progress = "100.0%"
 				c := datavolume.SetCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, datavolume.ReasonCompleted, "Import Complete")
@@ -135,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		final := slices.Contains(permanent, importer.Reason(reason)) || int(dv.Status.RestartCount) >= r.Options.Retries
 		log.Info("import failed", "reason", reason, "error", ierr.Error(), "restartCount", dv.Status.RestartCount, "final", final)
 		event(r.Events, dv, corev1.EventTypeWarning, ReasonImportFailed, "Failed to import into PVC %s: %s: %s", pvc.Name, reason, ierr.Error())
-		_, err = updateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
+		_, err = UpdateStatus(ctx, r.Client, r.Reader, req.NamespacedName, func(dv *cdiv1.DataVolume) bool {
 			if final {
 				dv.Status.Phase = cdiv1.Failed
 			} else {
@@ -195,7 +195,7 @@ func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind 
 		if p.Percent >= 100 {
 			return // written with Succeeded
 		}
-		_, _ = updateStatus(ctx, r.Client, r.Reader, key, func(dv *cdiv1.DataVolume) bool {
+		_, _ = UpdateStatus(ctx, r.Client, r.Reader, key, func(dv *cdiv1.DataVolume) bool {
 			if dv.Status.Phase != cdiv1.ImportInProgress {
 				return false
 			}

@@ -11,12 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// updateStatus re-reads DataVolume key from the API server, applies
-// mutate to its status and writes it through the status subresource,
-// retrying on conflicts with the DataVolume controller. It gives the
-// written object. mutate may return false to write nothing (the
-// DataVolume is no longer this agent's to update).
-func updateStatus(ctx context.Context, c client.Client, r client.Reader, key types.NamespacedName, mutate func(*cdiv1.DataVolume) bool) (*cdiv1.DataVolume, error) {
+// UpdateStatus re-reads DataVolume key through r, applies mutate to its
+// status and writes it through c's status subresource, retrying on
+// conflicts with the DataVolume controller. It gives the written (or,
+// when nothing changed, the read) object. mutate may return false to write
+// nothing (the DataVolume is no longer this agent's to update). The error
+// is "DataVolume ns/name: writing status: …". nodeplane/cdiupload uses it
+// too.
+func UpdateStatus(ctx context.Context, c client.Client, r client.Reader, key types.NamespacedName, mutate func(*cdiv1.DataVolume) bool) (*cdiv1.DataVolume, error) {
 	var out *cdiv1.DataVolume
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		dv := &cdiv1.DataVolume{}

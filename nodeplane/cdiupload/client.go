@@ -2,15 +2,11 @@ package cdiupload
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/converge-dev/converge/nodeplane/vm/console"
 )
 
 // RefusedError is a non-200 answer of the upload server.
@@ -42,33 +38,11 @@ type UploadOptions struct {
 // a *RefusedError for a non-200 answer, or the transport error naming the
 // address.
 func Upload(ctx context.Context, e Endpoint, token string, body io.Reader, size int64, o UploadOptions) (string, error) {
-	insecure := o.Insecure
 	path := UploadPath
 	if o.Async {
 		path = UploadAsyncPath
 	}
-	pin := e.CertSHA256
-	tlsConfig := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// not verified against a CA: the leaf is pinned
-		InsecureSkipVerify: true, //nolint:gosec // VerifyPeerCertificate pins the leaf
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if insecure {
-				return nil
-			}
-			if len(raw) == 0 {
-				return fmt.Errorf("no server certificate")
-			}
-			c, err := x509.ParseCertificate(raw[0])
-			if err != nil {
-				return err
-			}
-			if got := console.Fingerprint(c); got != pin {
-				return fmt.Errorf("certificate SHA-256 %s is not the pinned %s (the agent restarted? read the Node's %s again)", got, pin, CertSHA256Annotation)
-			}
-			return nil
-		},
-	}
+	tlsConfig := Service.ClientTLS(e.CertSHA256, o.Insecure)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, TLSHandshakeTimeout: 10 * time.Second}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+e.Address+path, body)
 	if err != nil {

@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/nodeplane/vm/console"
+	"github.com/converge-dev/converge/nodeplane/cdiimport"
+	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
 )
 
 // Setup adds the node's upload role to mgr (scheme with core/v1 and
@@ -35,21 +31,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for !datavolume.CRDEstablished(ctx, mgr.GetAPIReader(), datavolume.CRDName) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.CRDPoll):
-			}
+		if !cdiimport.WaitForCRD(ctx, mgr.GetAPIReader(), opts.CRDPoll) {
+			return nil
 		}
 		m := &ReadyMarker{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts}
-		byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
-		})
 		if err := ctrl.NewControllerManagedBy(mgr).
 			Named("cdi-upload-ready").
 			For(&cdiv1.DataVolume{}).
-			Watches(&corev1.PersistentVolumeClaim{}, byName).
+			Watches(&corev1.PersistentVolumeClaim{}, cdiimport.EnqueueSameName).
 			WithOptions(controller.Options{SkipNameValidation: &opts.SkipNameValidation}).
 			Complete(m); err != nil {
 			return fmt.Errorf("upload server: building the ReadyMarker controller: %w", err)
@@ -59,33 +48,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}))
 }
 
-// Run listens on opts.BindAddress, makes a self-signed serving certificate
-// for the advertised host (console.NewServingCert), publishes the Endpoint
-// on the Node (Publish) and serves the Server over TLS (console.Serve)
-// until ctx ends; then it returns nil. c writes DataVolume status and the
-// Node annotations; r reads fresh objects. Errors name what failed.
+// Run serves the upload Server on opts.BindAddress over TLS with a fresh
+// self-signed certificate for the advertised host, published with the
+// address on the Node (Service.Run, nodeendpoint), until ctx ends; then it
+// returns nil. c writes DataVolume status and the Node annotations; r
+// reads fresh objects. Errors name what failed.
 func Run(ctx context.Context, c client.Client, r client.Reader, opts Options) error {
-	l, err := net.Listen("tcp", opts.BindAddress)
-	if err != nil {
-		return fmt.Errorf("upload server: listen on %s: %w", opts.BindAddress, err)
-	}
-	defer l.Close()
-	node := &corev1.Node{}
-	if err := r.Get(ctx, client.ObjectKey{Name: opts.Volumes.NodeName}, node); err != nil {
-		return fmt.Errorf("upload server: Node %s: %w", opts.Volumes.NodeName, err)
-	}
-	addr, err := console.AdvertiseAddress(opts.AdvertiseAddress, l.Addr(), node)
-	if err != nil {
-		return fmt.Errorf("upload server: %w", err)
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	cert, err := console.NewServingCert([]string{host, opts.Volumes.NodeName}, time.Now(), opts.CertLifetime)
-	if err != nil {
-		return fmt.Errorf("upload server: %w", err)
-	}
-	if err := Publish(ctx, c, opts.Volumes.NodeName, Endpoint{Address: addr, CertSHA256: cert.SHA256}); err != nil {
-		return fmt.Errorf("upload server: %w", err)
-	}
-	opts.Log.Info("serving DataVolume uploads", "bind", l.Addr().String(), "advertise", addr, "certSHA256", cert.SHA256)
-	return console.Serve(ctx, l, cert, NewServer(c, r, opts))
+	ro := nodeendpoint.RunOptions{NodeName: opts.Volumes.NodeName, BindAddress: opts.BindAddress,
+		AdvertiseAddress: opts.AdvertiseAddress, CertLifetime: opts.CertLifetime, Log: opts.Log}
+	return Service.Run(ctx, c, r, ro, NewServer(c, r, opts))
 }

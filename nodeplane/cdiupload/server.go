@@ -21,6 +21,7 @@ import (
 	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/importer"
+	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
 	"github.com/converge-dev/converge/upload"
 )
 
@@ -50,17 +51,9 @@ func NewServer(c client.Client, r client.Reader, opts Options) *Server {
 	return &Server{c: c, r: r, opts: opts, log: opts.Log, active: map[types.NamespacedName]bool{}}
 }
 
-// httpError is a refusal: status code and message.
-type httpError struct {
-	code int
-	msg  string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-func refuse(code int, format string, args ...any) *httpError {
-	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
-}
+// refuse gives a refusal answered with code and the formatted message
+// (nodeendpoint.Refuse).
+var refuse = nodeendpoint.Refuse
 
 // ServeHTTP accepts POST (or PUT) UploadPath with a bearer token and the
 // image as body; it answers 200 once the image is in place (for
@@ -84,12 +77,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = s.claim(key)
 	}
 	if err != nil {
-		var he *httpError
+		var he *nodeendpoint.Refusal
 		if !errors.As(err, &he) {
 			he = refuse(http.StatusInternalServerError, "%v", err)
 		}
-		s.log.Info("upload refused", "code", he.code, "reason", he.msg, "remote", r.RemoteAddr)
-		http.Error(w, he.msg, he.code)
+		s.log.Info("upload refused", "code", he.Code, "reason", he.Message, "remote", r.RemoteAddr)
+		http.Error(w, he.Message, he.Code)
 		return
 	}
 	b := &body{r: r.Body, size: r.ContentLength, done: make(chan struct{})}

@@ -9,6 +9,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
 )
 
 // Resource is what a console session is authorized as: verb get on
@@ -23,17 +25,9 @@ var Resource = authzv1.ResourceAttributes{
 	Subresource: "console",
 }
 
-// httpError is a refusal with its HTTP status.
-type httpError struct {
-	code int
-	msg  string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-func refuse(code int, format string, args ...any) *httpError {
-	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
-}
+// refuse gives a refusal answered with code and the formatted message
+// (nodeendpoint.Refuse).
+var refuse = nodeendpoint.Refuse
 
 // bearer gives the request's bearer token, or a 401.
 func bearer(r *http.Request) (string, error) {

@@ -2,8 +2,6 @@ package console
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,28 +21,10 @@ import (
 // "console server 10.0.0.5:8186: 403 Forbidden: console: User ... cannot
 // get ...".
 func Dial(ctx context.Context, e Endpoint, token, ns, name string) (io.ReadWriteCloser, error) {
-	if err := e.Validate(); err != nil {
+	if err := Service.Validate(e); err != nil {
 		return nil, fmt.Errorf("console server: %w", err)
 	}
-	pin := e.CertSHA256
-	tlsConfig := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// the chain is not verified against a CA: the certificate is pinned
-		InsecureSkipVerify: true, //nolint:gosec // VerifyPeerCertificate pins the leaf
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
-				return errors.New("no certificate")
-			}
-			c, err := x509.ParseCertificate(raw[0])
-			if err != nil {
-				return err
-			}
-			if got := Fingerprint(c); got != pin {
-				return fmt.Errorf("certificate SHA-256 %s is not the pinned %s (the agent restarted? read the Node's %s again)", got, pin, CertSHA256Annotation)
-			}
-			return nil
-		},
-	}
+	tlsConfig := Service.ClientTLS(e.CertSHA256, false)
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, TLSHandshakeTimeout: 10 * time.Second}}
 	h := http.Header{}
 	if token != "" {

@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
 
@@ -67,12 +68,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := ns + "/" + name
 	con, release, err := s.admit(r, ns, name)
 	if err != nil {
-		var he *httpError
+		var he *nodeendpoint.Refusal
 		if !errors.As(err, &he) {
 			he = refuse(http.StatusInternalServerError, "%v", err)
 		}
-		s.log.V(1).Info("console refused", "vmi", key, "status", he.code, "reason", he.msg)
-		http.Error(w, he.msg, he.code)
+		s.log.V(1).Info("console refused", "vmi", key, "status", he.Code, "reason", he.Message)
+		http.Error(w, he.Message, he.Code)
 		return
 	}
 	defer release()
