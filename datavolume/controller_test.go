@@ -11,62 +11,24 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 )
 
 // TestController runs the DataVolume controller against a real API server
 // with the engine's DataVolume CRD (no node agent, no provisioner).
 func TestController(t *testing.T) {
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = cdiv1.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	must(t, err)
+	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
 	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	must(t, err)
-	crds, err := engine.CRDs()
-	must(t, err)
-	for _, crd := range crds {
-		if crd.Name == "datavolumes" {
-			must(t, c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	must(t, err)
+	crdtest.Install(t, c, "datavolumes")
 	opts := datavolume.DefaultOptions()
 	opts.CRDPoll, opts.SkipNameValidation = 100*time.Millisecond, true
-	must(t, datavolume.Setup(mgr, opts))
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	controlplane.RunManagerForTest(t, cp, scheme, func(mgr ctrl.Manager) error { return datavolume.Setup(mgr, opts) })
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}))
 	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
 	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "wffc"}, Provisioner: "x", VolumeBindingMode: &wffc}))

@@ -4,23 +4,22 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/webhookcerttest"
 	"github.com/converge-dev/converge/macpool"
 	"github.com/converge-dev/converge/webhookcert"
 )
@@ -40,82 +39,19 @@ const poolNS = "converge-system"
 
 func startCluster(t testing.TB) *cluster {
 	t.Helper()
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") != "" {
-			t.Fatal("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-		}
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	env, err := controlplane.Start()
-	if err != nil {
+	controlplane.RequireForTest(t)
+	env, c, scheme := controlplane.StartEnvForTest(t)
+	crdtest.InstallPermissive(t, c, "virtualmachines", "VirtualMachine") // keeps every field: the pool must see what it is given
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNS}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	installVMCRD(t, ctx, c)
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNS}}); err != nil {
-		t.Fatal(err)
-	}
-	certs, err := webhookcert.New(c, webhookcert.Options{
+	certs := webhookcerttest.Start(t, c, webhookcert.Options{
 		Secret:  types.NamespacedName{Namespace: poolNS, Name: "converge-macpool-cert"},
 		Hosts:   []string{"127.0.0.1"},
 		Targets: []webhookcert.Target{{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName}},
 		Resync:  time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = certs.Start(ctx) }()
-	select {
-	case <-certs.Ready():
-	case <-time.After(30 * time.Second):
-		t.Fatal("no serving certificate")
-	}
 	return &cluster{env: env, c: c, scheme: scheme, certs: certs}
-}
-
-// installVMCRD creates a VirtualMachine CRD that keeps every field (the
-// virt component installs the real one).
-func installVMCRD(t testing.TB, ctx context.Context, c client.Client) {
-	t.Helper()
-	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kubevirt.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "virtualmachines", Singular: "virtualmachine", Kind: "VirtualMachine", ListKind: "VirtualMachineList", ShortNames: []string{"vm"}},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			}},
-		},
-	}
-	if err := c.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
-			return false
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
 }
 
 // instance is one running MAC pool: its own informer cache, Controller

@@ -8,14 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 	"github.com/converge-dev/converge/upload"
 )
 
@@ -25,31 +23,9 @@ import (
 // change keeps the old public key published, and a request is deleted
 // once its token has expired plus GCAfterExpiry (fake clock).
 func TestIssuer(t *testing.T) {
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = uploadv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	must(t, err)
+	_, c, _ := controlplane.StartEnvForTest(t, uploadv1.AddToScheme)
 	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	must(t, err)
-	crds, err := engine.CRDs()
-	must(t, err)
-	for _, crd := range crds {
-		if crd.Name == "uploadtokenrequests" {
-			must(t, c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &uploadv1.UploadTokenRequestList{}) == nil })
+	crdtest.Install(t, c, "uploadtokenrequests")
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "converge-system"}}))
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}))
 

@@ -4,51 +4,23 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/webhookcerttest"
 	"github.com/converge-dev/converge/vmadmission"
 	"github.com/converge-dev/converge/webhookcert"
 )
-
-// installCRD creates a kubevirt.io/v1 CRD that keeps every field (the
-// virt component installs the real one) and waits until it is served.
-func installCRD(t *testing.T, ctx context.Context, c client.Client, plural, kind string) {
-	t.Helper()
-	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + ".kubevirt.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "kubevirt.io", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema:       &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}}},
-		},
-	}
-	if err := c.Create(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		l := &unstructured.UnstructuredList{}
-		l.SetAPIVersion("kubevirt.io/v1")
-		l.SetKind(kind + "List")
-		return c.List(ctx, l) == nil
-	})
-}
 
 // object decodes one of the JSON documents of check_test.go.
 func object(t *testing.T, doc string) *unstructured.Unstructured {
@@ -64,29 +36,13 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 // (serving certificate and caBundle from webhookcert) and checks what the
 // API server then admits and refuses.
 func TestThroughAPIServer(t *testing.T) {
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") != "" {
-			t.Fatal("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-		}
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	controlplane.RequireForTest(t)
+	_, c, _ := controlplane.StartEnvForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	installCRD(t, ctx, c, "virtualmachines", "VirtualMachine")
-	installCRD(t, ctx, c, "virtualmachineinstances", "VirtualMachineInstance")
+	// CRDs that keep every field (the virt component installs the real ones)
+	crdtest.InstallPermissive(t, c, "virtualmachines", "VirtualMachine")
+	crdtest.InstallPermissive(t, c, "virtualmachineinstances", "VirtualMachineInstance")
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "converge-system"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,21 +52,12 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	certs, err := webhookcert.New(c, webhookcert.Options{
+	certs := webhookcerttest.Start(t, c, webhookcert.Options{
 		Secret:  types.NamespacedName{Namespace: "converge-system", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
 		Targets: []webhookcert.Target{{Kind: webhookcert.ValidatingWebhook, Name: vmadmission.ConfigurationName}},
 		Resync:  time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = certs.Start(ctx) }()
-	select {
-	case <-certs.Ready():
-	case <-time.After(30 * time.Second):
-		t.Fatal("no serving certificate")
-	}
 	port := controlplane.FreePort(t)
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})

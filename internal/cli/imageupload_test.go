@@ -11,16 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
@@ -33,21 +32,8 @@ import (
 // (PVC + hostpath volume + PV, Bound). It checks the non-TTY output and
 // that the volume holds the raw image byte for byte.
 func TestImageUpload(t *testing.T) {
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
-			t.Fatal("qemu-img not on PATH (qemu-utils) and CONVERGE_REQUIRE_NODEPLANE=1")
-		}
-		t.Skip("qemu-img not on PATH: install qemu-utils")
-	}
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
+	cp, _, _ := controlplane.StartEnvForTest(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -57,22 +43,7 @@ func TestImageUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "datavolumes" || crd.Name == "uploadtokenrequests" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
+	crdtest.Install(t, c, "datavolumes", "uploadtokenrequests")
 	for _, n := range []string{"vms", "converge-system"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
@@ -82,35 +53,16 @@ func TestImageUpload(t *testing.T) {
 	if err := c.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	pool := hostpath.Pool{Name: "local", Path: t.TempDir()}
-	do := hostpath.DefaultOptions()
-	do.Endpoint, do.NodeID, do.Pools = "unix://"+filepath.Join(t.TempDir(), "csi.sock"), "node-a", []hostpath.Pool{pool}
-	driver, err := hostpath.New(do)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { driver.Close() })
-
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: uploadScheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	driver, pool := storagetest.StartDriver(t, "node-a", "local")
 	uo := upload.DefaultOptions()
 	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
-	if err := upload.Setup(mgr, uo); err != nil {
-		t.Fatal(err)
-	}
 	vol := cdiimport.DefaultOptions()
 	vol.NodeName, vol.Pools = "node-a", []hostpath.Pool{pool}
 	o := cdiupload.DefaultOptions(vol)
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
-	if err := cdiupload.Setup(mgr, o); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	mctx := controlplane.RunManagerForTest(t, cp, uploadScheme,
+		func(mgr ctrl.Manager) error { return upload.Setup(mgr, uo) },
+		func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, o) })
 	go provisionUpload(t, mctx, c, driver, pool)
 
 	// a 4 MiB image with data in every other 64 KiB block, as qcow2
@@ -198,41 +150,16 @@ func provisionUpload(t *testing.T, ctx context.Context, c client.Client, driver 
 }
 
 func bindUpload(ctx context.Context, c client.Client, driver *hostpath.Driver, pool hostpath.Pool, dv *cdiv1.DataVolume) error {
-	size := dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage]
-	id := "pvc-" + string(dv.UID)
-	if _, err := driver.Controller().CreateVolume(ctx, &csi.CreateVolumeRequest{
-		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
-		VolumeCapabilities: []*csi.VolumeCapability{{
-			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-		}},
-		Parameters: map[string]string{hostpath.ParameterStoragePool: pool.Name},
-	}); err != nil {
+	v := storagetest.Volume{ID: "pvc-" + string(dv.UID), Size: dv.Spec.Storage.Resources.Requests[corev1.ResourceStorage], Pool: pool, Node: "node-a"}
+	if err := v.Create(ctx, driver); err != nil {
 		return err
 	}
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: corev1.PersistentVolumeSpec{
-		Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-			Driver: hostpath.DefaultDriverName, VolumeHandle: id,
-			VolumeAttributes: map[string]string{hostpath.ParameterStoragePool: pool.Name}}},
-		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}}}}}},
-	}}
-	if err := c.Create(ctx, pv); err != nil {
+	if err := c.Create(ctx, v.PV()); err != nil {
 		return err
 	}
-	yes := true
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: dv.Name, Namespace: dv.Namespace, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "cdi.kubevirt.io/v1beta1", Kind: "DataVolume", Name: dv.Name, UID: dv.UID, Controller: &yes}}},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: pv.Spec.AccessModes, VolumeName: id,
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
-	}
+	pvc := v.DataVolumeClaim(dv.Namespace, dv.Name, dv.UID)
 	if err := c.Create(ctx, pvc); err != nil {
 		return err
 	}
-	pvc.Status.Phase, pvc.Status.AccessModes = corev1.ClaimBound, pvc.Spec.AccessModes
-	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
-	return c.Status().Update(ctx, pvc)
+	return storagetest.MarkBound(ctx, c, pvc, v.Size)
 }

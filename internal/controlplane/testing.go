@@ -1,14 +1,18 @@
 package controlplane
 
 import (
+	"context"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // StartForTest starts a kube-apiserver and etcd from bin/ for t (stopped
@@ -72,4 +76,45 @@ func StartEnvForTest(t testing.TB, addToScheme ...func(*runtime.Scheme) error) (
 		t.Fatal(err)
 	}
 	return env, c, scheme
+}
+
+// RequireForTest fails t when kube-apiserver or etcd is not in bin/ and
+// CONVERGE_REQUIRE_NODEPLANE is set (to anything), so that CI cannot skip
+// a test StartEnvForTest would skip; otherwise it does nothing. Call it
+// before StartEnvForTest.
+func RequireForTest(t testing.TB) {
+	t.Helper()
+	bin, err := BinDir()
+	if (err != nil || !Available(bin)) && os.Getenv("CONVERGE_REQUIRE_NODEPLANE") != "" {
+		t.Fatal("kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	}
+}
+
+// RunManagerForTest creates a controller-runtime manager on env's API
+// server with scheme (metrics server off), calls each setup on it (a
+// package's Setup with its options, in order), starts it and gives the
+// context it runs under. At t's cleanup the context is cancelled and the
+// cleanup waits until the manager has stopped, failing t (Errorf) when
+// the manager returned an error. A setup error fails t at once.
+func RunManagerForTest(t testing.TB, env *Env, scheme *runtime.Scheme, setups ...func(ctrl.Manager) error) context.Context {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, setup := range setups {
+		if err := setup(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return ctx
 }

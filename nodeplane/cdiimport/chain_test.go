@@ -3,11 +3,9 @@ package cdiimport_test
 import (
 	"bytes"
 	"context"
-	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -42,17 +40,7 @@ func TestChain(t *testing.T) {
 	// A 16 MiB raw image of random stripes and holes, served as qcow2; the
 	// PVC has the same size, so the imported disk must equal it exactly.
 	const size = 16 << 20
-	img := t.TempDir()
-	raw := make([]byte, size)
-	rng := rand.New(rand.NewSource(7))
-	for off := 0; off < size; off += 1 << 20 {
-		rng.Read(raw[off : off+256<<10])
-	}
-	rawPath, qPath := filepath.Join(img, "disk.raw"), filepath.Join(img, "disk.qcow2")
-	must(t, os.WriteFile(rawPath, raw, 0o600))
-	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert: %v: %s", err, out)
-	}
+	raw, img, qPath := stripedImage(t, size, 7)
 	qcow2, err := os.ReadFile(qPath)
 	must(t, err)
 	srv := httptest.NewServer(http.FileServer(http.Dir(img)))

@@ -2,7 +2,9 @@ package cdiimport_test
 
 import (
 	"context"
+	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,14 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
@@ -65,7 +69,7 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 	if co == nil {
 		co = &chainOptions{}
 	}
-	requireTool(t, "qemu-img")
+	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
 	bin, err := controlplane.BinDir()
 	if err != nil || !controlplane.Available(bin) || !controlplane.ControllerManagerAvailable(bin) {
 		msg := "kube-apiserver, etcd or kube-controller-manager is not in bin/: run hack/controlplane/build.sh"
@@ -76,20 +80,8 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 	}
 	ctx := context.Background()
 	t0 := time.Now()
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := newScheme()
-	must(t, uploadv1.AddToScheme(scheme))
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	installDataVolumeCRD(t, c)
-	installCRD(t, c, "uploadtokenrequests")
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &uploadv1.UploadTokenRequestList{}) == nil })
+	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme, uploadv1.AddToScheme)
+	crdtest.Install(t, c, "datavolumes", "uploadtokenrequests")
 	kcm, err := controlplane.StartControllerManager(cp, chainControllers...)
 	if err != nil {
 		t.Fatal(err)
@@ -181,22 +173,24 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 	return &chain{cp: cp, c: c, pool: pool}
 }
 
-// installCRD applies the CRD of converge's graph whose resource is name.
-func installCRD(t *testing.T, c client.Client, name string) {
+// stripedImage writes a raw image of size bytes (a multiple of 1 MiB)
+// whose first 256 KiB of each MiB are random from seed and the rest holes,
+// converts it to qcow2 with qemu-img, and gives the raw bytes, the
+// directory and the path of the qcow2 file (disk.qcow2 in it).
+func stripedImage(t *testing.T, size int, seed int64) (raw []byte, dir, qcow2Path string) {
 	t.Helper()
-	engine, err := graph.NewEngine()
-	must(t, err)
-	crds, err := engine.CRDs()
-	must(t, err)
-	for _, crd := range crds {
-		if crd.Name == name {
-			if err := c.Patch(context.Background(), crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-			return
-		}
+	dir = t.TempDir()
+	raw = make([]byte, size)
+	rng := rand.New(rand.NewSource(seed))
+	for off := 0; off < size; off += 1 << 20 {
+		rng.Read(raw[off : off+256<<10])
 	}
-	t.Fatalf("CRD %s: not in converge's graph", name)
+	rawPath, qPath := filepath.Join(dir, "disk.raw"), filepath.Join(dir, "disk.qcow2")
+	must(t, os.WriteFile(rawPath, raw, 0o600))
+	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert: %v: %s", err, out)
+	}
+	return raw, dir, qPath
 }
 
 // stepper logs how long each step of a chain took after the previous one.

@@ -1,36 +1,30 @@
 package cdiimport_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 )
@@ -51,37 +45,12 @@ type env struct {
 	driver *hostpath.Driver
 }
 
-// requireTool fails when CONVERGE_REQUIRE_NODEPLANE=1 (CI) and skips
-// otherwise when the binary is not on PATH.
-func requireTool(t *testing.T, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
-			t.Fatalf("%s not on PATH (Debian package qemu-utils) and CONVERGE_REQUIRE_NODEPLANE=1", name)
-		}
-		t.Skipf("%s not on PATH: install qemu-utils", name)
-	}
-}
-
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	requireTool(t, "qemu-img")
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := newScheme()
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
+	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
 	ctx := context.Background()
-	installDataVolumeCRD(t, c)
+	crdtest.Install(t, c, "datavolumes")
 
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
@@ -92,35 +61,18 @@ func newEnv(t *testing.T) *env {
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	must(t, c.Status().Update(ctx, n))
 
-	e := &env{c: c, pool: hostpath.Pool{Name: poolDir, Path: t.TempDir()}}
-	do := hostpath.DefaultOptions()
-	do.Endpoint, do.NodeID, do.Pools = "unix://"+filepath.Join(t.TempDir(), "csi.sock"), node, []hostpath.Pool{e.pool}
-	if e.driver, err = hostpath.New(do); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.driver.Close() })
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := &env{c: c}
+	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
 	dvo := datavolume.DefaultOptions()
 	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
-	must(t, datavolume.Setup(mgr, dvo))
 	o := cdiimport.DefaultOptions()
 	o.NodeName, o.Pools = node, []hostpath.Pool{e.pool}
 	o.Retries, o.Backoff, o.MaxBackoff = 2, 50*time.Millisecond, 100*time.Millisecond
 	o.Importer.Retries, o.Importer.Backoff, o.Importer.MaxBackoff = 0, 10*time.Millisecond, 10*time.Millisecond
 	o.StatusInterval, o.CRDPoll, o.SkipNameValidation = 100*time.Millisecond, 100*time.Millisecond, true
-	must(t, cdiimport.Setup(mgr, o))
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	mctx := controlplane.RunManagerForTest(t, cp, scheme,
+		func(mgr ctrl.Manager) error { return datavolume.Setup(mgr, dvo) },
+		func(mgr ctrl.Manager) error { return cdiimport.Setup(mgr, o) })
 	// The agent labels its node.
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		got := &corev1.Node{}
@@ -133,37 +85,6 @@ func newEnv(t *testing.T) *env {
 // The managers' logs are not needed (failures show in the DataVolume
 // status the tests check).
 func init() { ctrl.SetLogger(logr.Discard()) }
-
-// newScheme knows the client-go types and cdi.kubevirt.io/v1beta1.
-func newScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = cdiv1.AddToScheme(scheme)
-	return scheme
-}
-
-// installDataVolumeCRD applies the DataVolume CRD converge's graph installs
-// and waits until DataVolumes can be listed.
-func installDataVolumeCRD(t *testing.T, c client.Client) {
-	t.Helper()
-	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if crd.Name == "datavolumes" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-		}
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return c.List(ctx, &cdiv1.DataVolumeList{}) == nil })
-}
 
 // provision plays the provisioner and the PV controller, which do not
 // run in this test (chain_test.go runs the real ones with
@@ -198,40 +119,17 @@ func (e *env) provision(t *testing.T, ctx context.Context) {
 }
 
 func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeName string) error {
-	id := "pvc-" + string(pvc.UID)
-	size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	capability := &csi.VolumeCapability{
-		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-	}
-	if pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock {
-		capability.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
-	}
-	if _, err := e.driver.Controller().CreateVolume(ctx, &csi.CreateVolumeRequest{
-		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
-		VolumeCapabilities: []*csi.VolumeCapability{capability},
-		Parameters:         map[string]string{hostpath.ParameterStoragePool: e.pool.Name},
-	}); err != nil {
+	v := storagetest.Volume{ID: "pvc-" + string(pvc.UID), Size: pvc.Spec.Resources.Requests[corev1.ResourceStorage], Pool: e.pool, Node: nodeName,
+		Block: pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock}
+	if err := v.Create(ctx, e.driver); err != nil {
 		return err
 	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: id},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:                   pvc.Spec.AccessModes,
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			StorageClassName:              scName,
-			VolumeMode:                    pvc.Spec.VolumeMode,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: hostpath.DefaultDriverName, VolumeHandle: id,
-				VolumeAttributes: map[string]string{hostpath.ParameterStoragePool: e.pool.Name},
-			}},
-			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostpath.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{nodeName}}},
-			}}}},
-		},
-	}
+	pv := v.PV()
+	pv.Spec.AccessModes = pvc.Spec.AccessModes
+	pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimDelete
+	pv.Spec.StorageClassName = scName
+	pv.Spec.VolumeMode = pvc.Spec.VolumeMode
+	pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID}
 	if err := e.c.Create(ctx, pv); err != nil {
 		return err
 	}
@@ -239,10 +137,7 @@ func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeN
 	if err := e.c.Update(ctx, pvc); err != nil {
 		return err
 	}
-	pvc.Status.Phase = corev1.ClaimBound
-	pvc.Status.AccessModes = pvc.Spec.AccessModes
-	pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
-	return e.c.Status().Update(ctx, pvc)
+	return storagetest.MarkBound(ctx, e.c, pvc, v.Size)
 }
 
 // createDV creates a DataVolume of size on the test StorageClass with the
@@ -324,28 +219,6 @@ func serve(t *testing.T, s *slowServer) string {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// images makes a raw image with recognisable non-zero content and holes,
-// and its qcow2 conversion, with qemu-img.
-func images(t *testing.T) (raw, qcow2 []byte) {
-	t.Helper()
-	dir := t.TempDir()
-	rawPath, qPath := filepath.Join(dir, "src.raw"), filepath.Join(dir, "src.qcow2")
-	b := make([]byte, 8<<20)
-	for i := 0; i < len(b); i += 4096 {
-		if (i/4096)%3 != 0 { // every third block stays a hole
-			copy(b[i:], bytes.Repeat([]byte{byte(i / 4096)}, 4096))
-		}
-	}
-	must(t, os.WriteFile(rawPath, b, 0o600))
-	out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("qemu-img convert: %v: %s", err, out)
-	}
-	q, err := os.ReadFile(qPath)
-	must(t, err)
-	return b, q
 }
 
 func sha(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }

@@ -14,6 +14,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/internal/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/importer"
 )
@@ -23,7 +24,7 @@ import (
 // as the provisioner and PV controller would, and the agent imports.
 func TestImport(t *testing.T) {
 	e := newEnv(t)
-	raw, qcow2 := images(t)
+	raw, qcow2 := storagetest.Images(t)
 	srv := &slowServer{files: map[string][]byte{"/disk.qcow2": qcow2, "/disk.raw": raw}, pause: 20 * time.Millisecond}
 	url := serve(t, srv)
 

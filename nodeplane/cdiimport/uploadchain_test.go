@@ -3,9 +3,7 @@ package cdiimport_test
 import (
 	"bytes"
 	"context"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,17 +60,7 @@ func TestUploadChain(t *testing.T) {
 	// A 16 MiB raw image of random stripes and holes, uploaded as qcow2;
 	// the PVC has the same size, so the disk must equal it exactly.
 	const size = 16 << 20
-	img := t.TempDir()
-	raw := make([]byte, size)
-	rng := rand.New(rand.NewSource(11))
-	for off := 0; off < size; off += 1 << 20 {
-		rng.Read(raw[off : off+256<<10])
-	}
-	rawPath, qPath := filepath.Join(img, "disk.raw"), filepath.Join(img, "disk.qcow2")
-	must(t, os.WriteFile(rawPath, raw, 0o600))
-	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert: %v: %s", err, out)
-	}
+	raw, _, qPath := stripedImage(t, size, 11)
 	qst, err := os.Stat(qPath)
 	must(t, err)
 

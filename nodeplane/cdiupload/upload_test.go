@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/converge-dev/converge/internal/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/upload"
 )
@@ -31,7 +32,7 @@ func TestUpload(t *testing.T) {
 	e := newEnv(t)
 	t.Logf("environment up in %v", time.Since(t0))
 	ctx := context.Background()
-	raw, qcow2 := images(t)
+	raw, qcow2 := storagetest.Images(t)
 	disk := e.uploadDV(t, "disk", node, nil)
 	e.waitPhase(t, "disk", cdiv1.UploadReady)
 	ep := e.endpoint(t)

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,18 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
-	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
 func init() { ctrllog.SetLogger(logr.Discard()) } // controlplane.Start logs through controller-runtime
@@ -41,54 +38,9 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kubevirtv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	InstallVMCRDs(t, c)
+	cp, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
 	return &apiEnv{cfg: cp.Config, c: c, scheme: scheme}
-}
-
-// InstallVMCRDs applies the graph's VirtualMachine and
-// VirtualMachineInstance CRDs and waits until they are served.
-func InstallVMCRDs(t *testing.T, c client.Client) {
-	t.Helper()
-	ctx := context.Background()
-	engine, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, crd := range crds {
-		if crd.Name == "virtualmachines" || crd.Name == "virtualmachineinstances" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-			n++
-		}
-	}
-	if n != 2 {
-		t.Fatalf("the graph gave %d of the 2 VM CRDs", n)
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil
-	})
 }
 
 // createVMI creates a VMI and, when nodeName is set, binds it as the
@@ -140,20 +92,6 @@ func (e *apiEnv) getVMI(t *testing.T, ns, name string) *kubevirtv1.VirtualMachin
 	return vmi
 }
 
-func testDriver(t *testing.T) *libvirt.Conn {
-	t.Helper()
-	path, err := filepath.Abs("testdata/empty-node.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := libvirt.Connect("test://" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 func startSource(t *testing.T, e *apiEnv, node string) (*agent.APISource, context.Context) {
 	t.Helper()
 	return startSourceWith(t, e, agent.DefaultAPIOptions(node))
@@ -182,7 +120,7 @@ func startSourceWith(t *testing.T, e *apiEnv, opts agent.APIOptions) (*agent.API
 // VMI removes its domain, then its finalizer, so that the object goes.
 func TestAPISourceRunsVMIs(t *testing.T) {
 	e := newAPIEnv(t)
-	hv := testDriver(t)
+	hv := privateNode(t)
 	src, ctx := startSource(t, e, "node-a")
 	opts := agent.DefaultOptions("node-a")
 	opts.Domain.DomainType, opts.Domain.Emulator = "test", ""
@@ -283,15 +221,7 @@ func TestAPISourceStore(t *testing.T) {
 // TestAPISourceNeedsCRD: without the VMI CRD the source refuses to start
 // with an error saying so.
 func TestAPISourceNeedsCRD(t *testing.T) {
-	bin, err := controlplane.BinDir()
-	if err != nil || !controlplane.Available(bin) {
-		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	}
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp, _, _ := controlplane.StartEnvForTest(t)
 	src, err := agent.NewAPISource(cp.Config, nil, agent.DefaultAPIOptions("n"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/crdtest"
 	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/e2e"
@@ -57,21 +56,7 @@ spec:
   template:
     spec:
       terminationGracePeriodSeconds: 2
-      domain:
-        cpu:
-          cores: 1
-        memory:
-          guest: 128Mi
-        firmware:
-          kernelBoot:
-            kernelArgs: console=ttyS0 panic=-1 quiet converge.hostname=%s
-            container:
-              image: file://%s
-              kernelPath: /vmlinuz
-              initrdPath: /initrd.gz
-        devices:
-          autoattachMemBalloon: false
-`, apiVM, apiNS, apiVM, guestDir)
+%s`, apiVM, apiNS, guestDomainYAML(6, "converge.hostname="+apiVM, guestDir))
 }
 
 // proc is a background binary of the test, its output in a buffer shown
@@ -155,21 +140,10 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	l.RemoveDomain(t, apiDom) // a leftover of an interrupted run
 	t.Cleanup(func() { l.RemoveDomain(t, apiDom) })
 
-	cp, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() }) // after the binaries stop (cleanups run last-in first-out)
+	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme) // stopped after the binaries (cleanups run last-in first-out)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kubevirtv1.AddToScheme(scheme)
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -303,7 +277,6 @@ func vmiReady(vmi *kubevirtv1.VirtualMachineInstance) corev1.ConditionStatus {
 // until they are served.
 func installCRDs(t *testing.T, c client.Client) {
 	t.Helper()
-	ctx := context.Background()
 	engine, err := graph.NewEngine()
 	if err != nil {
 		t.Fatal(err)
@@ -312,28 +285,10 @@ func installCRDs(t *testing.T, c client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Patch(ctx, sync, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+	if err := c.Patch(context.Background(), sync, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
 		t.Fatalf("installing the Sync CRD: %v", err)
 	}
-	crds, err := engine.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, crd := range crds {
-		if crd.Name == "virtualmachines" || crd.Name == "virtualmachineinstances" {
-			if err := c.Patch(ctx, crd.Object, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
-				t.Fatalf("installing CRD %s: %v", crd.Name, err)
-			}
-			n++
-		}
-	}
-	if n != 2 {
-		t.Fatalf("the graph gave %d of the 2 VM CRDs", n)
-	}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return c.List(ctx, &kubevirtv1.VirtualMachineList{}) == nil && c.List(ctx, &kubevirtv1.VirtualMachineInstanceList{}) == nil
-	})
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
 }
 
 // consoleSession is a running `converge vm console`.

@@ -51,21 +51,7 @@ metadata:
   uid: %s%s
 spec:
   terminationGracePeriodSeconds: 2
-  domain:
-    cpu:
-      cores: 1
-    memory:
-      guest: 128Mi
-    firmware:
-      kernelBoot:
-        kernelArgs: console=ttyS0 panic=-1 quiet converge.hostname=%s converge.ip=%s/24 converge.ping=%s
-        container:
-          image: file://%s
-          kernelPath: /vmlinuz
-          initrdPath: /initrd.gz
-    devices:
-      autoattachMemBalloon: false
-      interfaces:
+%s      interfaces:
       - name: e2e
         bridge: {}
         macAddress: %s
@@ -73,7 +59,8 @@ spec:
   - name: e2e
     multus:
       networkName: %s
-`, g.name, netNamespace, g.uid, del, g.name, g.ip, g.peer, guestDir, g.mac, nadName)
+`, g.name, netNamespace, g.uid, del,
+		guestDomainYAML(2, fmt.Sprintf("converge.hostname=%s converge.ip=%s/24 converge.ping=%s", g.name, g.ip, g.peer), guestDir), g.mac, nadName)
 }
 
 // netConf is the bridge plugin configuration of the NAD: bridge br-e2e

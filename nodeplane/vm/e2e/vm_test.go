@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -42,21 +41,32 @@ metadata:
   namespace: %s%s
 spec:
   terminationGracePeriodSeconds: 2
-  domain:
-    cpu:
-      cores: 1
-    memory:
-      guest: 128Mi
-    firmware:
-      kernelBoot:
-        kernelArgs: console=ttyS0 panic=-1 quiet converge.hostname=%s
-        container:
-          image: file://%s
-          kernelPath: /vmlinuz
-          initrdPath: /initrd.gz
-    devices:
-      autoattachMemBalloon: false
-`, vmiName, namespace, del, vmiName, guestDir)
+%s`, vmiName, namespace, del, guestDomainYAML(2, "converge.hostname="+vmiName, guestDir))
+}
+
+// guestDomainYAML is the spec.domain of a VMI running the Debian guest of
+// hack/guest by direct kernel boot (1 core, 128 MiB, no balloon), its
+// lines indented by indent spaces, ending with the devices map's last
+// entry (a caller may add devices after it). args are the kernel
+// arguments after the console ones (converge.hostname=… and the like).
+func guestDomainYAML(indent int, args, guestDir string) string {
+	block := fmt.Sprintf(`domain:
+  cpu:
+    cores: 1
+  memory:
+    guest: 128Mi
+  firmware:
+    kernelBoot:
+      kernelArgs: console=ttyS0 panic=-1 quiet %s
+      container:
+        image: file://%s
+        kernelPath: /vmlinuz
+        initrdPath: /initrd.gz
+  devices:
+    autoattachMemBalloon: false
+`, args, guestDir)
+	pad := strings.Repeat(" ", indent)
+	return pad + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n"+pad) + "\n"
 }
 
 // agentProc is a running `converge-node vm` whose stdout lines (the status
@@ -70,33 +80,7 @@ type agentProc struct {
 
 func startAgent(t *testing.T, bin, vmiFile, stateDir string, l *e2e.Libvirt) *agentProc {
 	t.Helper()
-	p := &agentProc{lines: make(chan string, 100), exited: make(chan struct{}), stderr: filepath.Join(t.TempDir(), "agent.log")}
-	p.cmd = exec.Command(bin, "vm", "--vmi-file", vmiFile, "--libvirt-uri", l.URI, "--domain-type", "qemu",
-		"--state-dir", stateDir, "--node-name", "e2e-node", "--resync", "5s")
-	errf, err := os.Create(p.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = errf
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			p.lines <- s.Text()
-		}
-		close(p.lines)
-		_ = p.cmd.Wait() // after the last read of the pipe, as exec requires
-		_ = errf.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.stop(t) })
-	return p
+	return startAgentArgs(t, bin, vmiFile, stateDir, l)
 }
 
 // await reads status lines until one equals want; it fails the test when
