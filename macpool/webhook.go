@@ -53,10 +53,7 @@ func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ct
 	default:
 		return ctrladmission.Errored(http.StatusServiceUnavailable, errors.New("the MAC pool is still loading"))
 	}
-	name := req.Name
-	if name == "" { // generateName: the API server names it after admission
-		name = generateName(req.Object.Raw) + "*"
-	}
+	name := webhookcert.RequestName(req)
 	owner := req.Namespace + "/" + name
 	what := "VirtualMachine " + owner
 	obj := map[string]any{}
@@ -143,16 +140,6 @@ func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ct
 		return ctrladmission.Errored(http.StatusInternalServerError, fmt.Errorf("%s: %w", what, err))
 	}
 	return ctrladmission.PatchResponseFromRaw(req.Object.Raw, mutated)
-}
-
-func generateName(raw []byte) string {
-	var meta struct {
-		Metadata struct {
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &meta)
-	return meta.Metadata.GenerateName
 }
 
 // Register takes a controller-runtime webhook server and serves the

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/converge-dev/converge/webhookcert"
 	admissionv1 "k8s.io/api/admission/v1"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -32,10 +33,7 @@ func (Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmiss
 		return ctrladmission.Allowed("")
 	}
 	kind := req.Kind.Kind
-	name := req.Name
-	if name == "" { // generateName: the API server names it after admission
-		name = generateName(req.Object.Raw) + "*"
-	}
+	name := webhookcert.RequestName(req)
 	what := kind + " " + req.Namespace + "/" + name
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		same, err := sameSpec(kind, req.OldObject.Raw, req.Object.Raw)
@@ -89,14 +87,4 @@ func specAt(raw []byte, path string) (any, error) {
 		v = m[k]
 	}
 	return v, nil
-}
-
-func generateName(raw []byte) string {
-	var meta struct {
-		Metadata struct {
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &meta)
-	return meta.Metadata.GenerateName
 }

@@ -3,8 +3,6 @@ package console
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -50,12 +48,4 @@ func Run(ctx context.Context, c client.Client, opener Opener, opts Options) erro
 	ro := nodeendpoint.RunOptions{NodeName: opts.NodeName, BindAddress: opts.BindAddress,
 		AdvertiseAddress: opts.AdvertiseAddress, CertLifetime: opts.CertLifetime, Log: opts.Log}
 	return Service.Run(ctx, c, c, ro, NewServer(c, opts.NodeName, opener, opts.Log))
-}
-
-// Serve serves h over TLS with cert on l until ctx ends, then closes l and
-// the open sessions (their contexts derive from ctx) and returns nil; a
-// server error is returned naming the listener
-// (nodeendpoint.Service.Serve).
-func Serve(ctx context.Context, l net.Listener, cert *ServingCert, h http.Handler) error {
-	return Service.Serve(ctx, l, cert, h)
 }
