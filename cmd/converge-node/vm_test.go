@@ -24,6 +24,7 @@ import (
 	"github.com/converge-dev/converge/internal/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
+	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 	"github.com/converge-dev/converge/virtctl"
 )
 
@@ -69,7 +70,7 @@ func TestVMCommandStaticFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(vmiFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	node, err := filepath.Abs("../../nodeplane/vm/libvirt/testdata/empty-node.xml")
+	node, err := libvirt.EmptyTestNode(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestVMCommandStaticFile(t *testing.T) {
 	root := newRoot()
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs([]string{"vm", "--node-name", "n1", "--libvirt-uri", "test://" + node, "--domain-type", "test",
+	root.SetArgs([]string{"vm", "--node-name", "n1", "--libvirt-uri", node, "--domain-type", "test",
 		"--emulator", "", "--state-dir", dir, "--pod-bridge", "cvbr0", "--vmi-file", file})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -160,7 +161,7 @@ func TestVMCommandAPI(t *testing.T) {
 	defer cancel()
 	crdtest.Install(t, c, "virtualmachineinstances")
 
-	node, err := filepath.Abs("../../nodeplane/vm/libvirt/testdata/empty-node.xml")
+	node, err := libvirt.EmptyTestNode(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestVMCommandAPI(t *testing.T) {
 	root := newRoot()
 	root.SetOut(out)
 	root.SetErr(out)
-	root.SetArgs([]string{"vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", "test://" + node,
+	root.SetArgs([]string{"vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", node,
 		"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi",
 		"--console-bind-address", "127.0.0.1:0"})
 	done := make(chan error, 1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +23,9 @@ const node = "node-1"
 
 // privateNode connects to libvirt's test driver with its own empty state
 // (test:///<abs path>), so tests do not see each other's domains.
-func privateNode(t *testing.T) *libvirt.Conn {
+func privateNode(t testing.TB) *libvirt.Conn {
 	t.Helper()
-	path, err := filepath.Abs("testdata/empty-node.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := libvirt.Connect("test://" + path)
+	c, err := libvirt.OpenEmptyTestNode(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
-	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
 func benchVMI(name string) *kubevirtv1.VirtualMachineInstance {
@@ -40,15 +38,7 @@ func benchVMI(name string) *kubevirtv1.VirtualMachineInstance {
 // undefine, Removed, before the next). The floor's domain has no converge
 // metadata, so the running agent leaves it alone.
 func BenchmarkVMIToRunning(b *testing.B) {
-	path, err := filepath.Abs("testdata/empty-node.xml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	hv, err := libvirt.Connect("test://" + path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = hv.Close() })
+	hv := privateNode(b)
 	opts := agent.DefaultOptions("bench-node")
 	opts.Domain.DomainType, opts.Domain.Emulator = "test", ""
 	opts.DefaultGracePeriod = 0

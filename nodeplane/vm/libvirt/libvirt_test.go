@@ -3,7 +3,6 @@ package libvirt_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,11 +20,7 @@ import (
 // emptyNode connects to a private test-driver node with no domains.
 func emptyNode(t *testing.T) *libvirt.Conn {
 	t.Helper()
-	path, err := filepath.Abs("testdata/empty-node.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := libvirt.Connect("test://" + path)
+	c, err := libvirt.OpenEmptyTestNode(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
