@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,12 +30,7 @@ func TestCDIImporterFlags(t *testing.T) {
 		{"argument", []string{"extra"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := newRoot()
-			var out bytes.Buffer
-			root.SetOut(&out)
-			root.SetErr(&out)
-			root.SetArgs(append([]string{"cdi-importer"}, tc.args...))
-			err := root.Execute()
+			err := execute(context.Background(), io.Discard, append([]string{"cdi-importer"}, tc.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("cdi-importer %q: error %v, want one containing %q", tc.args, err, tc.want)
 			}

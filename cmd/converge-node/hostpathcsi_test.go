@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,12 +50,7 @@ func TestHostpathCSIFlags(t *testing.T) {
 		{"argument", []string{"extra"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := newRoot()
-			var out bytes.Buffer
-			root.SetOut(&out)
-			root.SetErr(&out)
-			root.SetArgs(append([]string{"hostpath-csi"}, tc.args...))
-			err := root.Execute()
+			err := execute(context.Background(), io.Discard, append([]string{"hostpath-csi"}, tc.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("hostpath-csi %q: error %v, want one containing %q", tc.args, err, tc.want)
 			}
@@ -67,11 +63,8 @@ func TestHostpathCSIFlags(t *testing.T) {
 
 // TestHostpathCSIVersion checks --version prints hostpath.Version.
 func TestHostpathCSIVersion(t *testing.T) {
-	root := newRoot()
 	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"hostpath-csi", "--version"})
-	if err := root.Execute(); err != nil {
+	if err := execute(context.Background(), &out, "hostpath-csi", "--version"); err != nil {
 		t.Fatal(err)
 	}
 	if want := "converge-node hostpath-csi " + hostpath.Version + "\n"; out.String() != want {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,10 +41,7 @@ func TestImportCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "disk.img")
 			var out bytes.Buffer
-			root := newRoot()
-			root.SetOut(&out)
-			root.SetArgs([]string{"import", "--url", srv.URL + tc.path, "--target", target, "--size", "2Mi", "--retries", "0"})
-			err := root.Execute()
+			err := execute(context.Background(), &out, "import", "--url", srv.URL+tc.path, "--target", target, "--size", "2Mi", "--retries", "0")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, expected one naming %s", err, tc.wantErr)

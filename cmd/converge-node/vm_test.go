@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,15 +75,13 @@ func TestVMCommandStaticFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &safebuffer.Buffer{}
-	root := newRoot()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"vm", "--node-name", "n1", "--libvirt-uri", node, "--domain-type", "test",
-		"--emulator", "", "--state-dir", dir, "--pod-bridge", "cvbr0", "--vmi-file", file})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	go func() {
+		done <- execute(ctx, out, "vm", "--node-name", "n1", "--libvirt-uri", node, "--domain-type", "test",
+			"--emulator", "", "--state-dir", dir, "--pod-bridge", "cvbr0", "--vmi-file", file)
+	}()
 	want := []string{"ns/vm1 Running ready=True", "ns/vm2 Failed ready=False Unsupported"}
 	guard := time.Now().Add(60 * time.Second) // hang guard only
 	for {
@@ -134,10 +132,7 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 		{[]string{"vm", "--vmi-file", typo}, `typo.yaml: document 1: unknown field "spec.domian"`},
 		{[]string{"vm", "--vmi-file", filepath.Join(dir, "none.yaml")}, "--vmi-file: open"},
 	} {
-		root := newRoot()
-		root.SetArgs(tc.args)
-		root.SetOut(&bytes.Buffer{})
-		err := root.ExecuteContext(context.Background())
+		err := execute(context.Background(), io.Discard, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
 		}
@@ -166,14 +161,12 @@ func TestVMCommandAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &safebuffer.Buffer{}
-	root := newRoot()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", node,
-		"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi",
-		"--console-bind-address", "127.0.0.1:0"})
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	go func() {
+		done <- execute(ctx, out, "vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", node,
+			"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi",
+			"--console-bind-address", "127.0.0.1:0")
+	}()
 	alive := func() {
 		select {
 		case err := <-done:

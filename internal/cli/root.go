@@ -51,9 +51,17 @@ func Run(args []string, stdout, stderr io.Writer) int {
 // RunContext is Run with a context whose cancellation stops the command
 // (the end of converge events --watch, an abandoned reconcile wait).
 func RunContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return run(ctx, args, nil, stdout, stderr)
+}
+
+// run is RunContext reading stdin (nil: os.Stdin, cobra's default).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
