@@ -51,13 +51,16 @@ test: controlplane $(BIN)/cue cni
 	PATH=$(BIN):$$PATH $(GO) test -count=1 -timeout 30m ./...
 	cd hack/guest && $(GO) test -count=1 ./...
 
-## bench: render and apply against a local API server; MAC allocations/s
+## bench: render and apply against a local API server; commit-to-applied
+## latency through converge-controller's push receiver next to applying the
+## same change in-process, and the controller's memory; MAC allocations/s
 ## (pool alone, and VM creations with and without the MAC pool webhook);
 ## CNI ADD+DEL through converge next to the bridge plugin alone (root);
 ## image import next to qemu-img convert; CSI NodePublish (root); VMI →
 ## Running through the agent next to defining the domain directly
 bench: controlplane cni
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./bench/
+	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./bench/
+	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/importer/

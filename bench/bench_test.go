@@ -2,17 +2,20 @@
 // process on the same local kube-apiserver: render time of the example
 // graph, and first-sync / no-op-resync time and API request counts for
 // converge's pipeline, fluxcd/pkg/ssa ApplyAllStaged, and one plain SSA
-// PATCH per object (the floor). Run with `make bench`; compare ns/op and
-// requests/op between the sub-benchmarks of one run.
+// PATCH per object (the floor); and commit-to-applied latency through
+// converge-controller's push receiver next to applying the same change
+// in-process, with the controller's memory (sync_test.go). Run with `make
+// bench`; compare ns/op, requests/op and median-ms between the
+// sub-benchmarks of one run.
 package bench
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -123,21 +126,29 @@ func rendered(ns string) *graph.Rendered {
 	}
 }
 
-var env *controlplane.Env
+// shared is the API server of BenchmarkApply, started on first use and
+// stopped by TestMain.
+var shared struct {
+	once sync.Once
+	env  *controlplane.Env
+	err  error
+}
+
+// sharedEnv returns the shared API server, starting it on first use.
+func sharedEnv(b *testing.B) *controlplane.Env {
+	shared.once.Do(func() { shared.env, shared.err = controlplane.Start() })
+	if shared.err != nil {
+		b.Fatal(shared.err)
+	}
+	return shared.env
+}
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
-	flag.Parse()
-	if flag.Lookup("test.bench").Value.String() == "" {
-		os.Exit(m.Run()) // no benchmarks asked for: no control plane
-	}
-	var err error
-	if env, err = controlplane.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = env.Stop()
+	if shared.env != nil {
+		_ = shared.env.Stop()
+	}
 	os.Exit(code)
 }
 
@@ -151,7 +162,7 @@ func nextNS(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(
 func BenchmarkApply(b *testing.B) {
 	ctx := context.Background()
 	converge := func(b *testing.B, noop bool) {
-		c, n := countingClient(b, env.Config)
+		c, n := countingClient(b, sharedEnv(b).Config)
 		p := reconciler.NewPipeline(c, nil, reconciler.DefaultOptions())
 		var r *graph.Rendered
 		if noop {
@@ -173,7 +184,7 @@ func BenchmarkApply(b *testing.B) {
 		b.ReportMetric(float64(n.n.Load())/float64(b.N), "requests/op")
 	}
 	ssaStaged := func(b *testing.B, noop bool) {
-		c, n := countingClient(b, env.Config)
+		c, n := countingClient(b, sharedEnv(b).Config)
 		m := ssa.NewResourceManager(c, polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{}), reconciler.Owner)
 		m.SetConcurrency(16)
 		all := func(ns string) []*unstructured.Unstructured {
@@ -200,7 +211,7 @@ func BenchmarkApply(b *testing.B) {
 		b.ReportMetric(float64(n.n.Load())/float64(b.N), "requests/op")
 	}
 	floor := func(b *testing.B) {
-		c, n := countingClient(b, env.Config)
+		c, n := countingClient(b, sharedEnv(b).Config)
 		b.ResetTimer()
 		for b.Loop() {
 			nsObj, objs := objects(nextNS("patch"))

@@ -298,7 +298,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 		if len(lines) > 0 {
 			r.event(s, art.Revision, "Normal", v1alpha1.ProgressingReason, eventMessage(msg, lines))
 		}
-		logger.Info("waiting for health", "changes", len(lines), "message", msg)
+		logger.Info("waiting for health", "changes", lines, "message", msg)
 		after := r.Options.HealthRequeue
 		if res.RequeueAfter > 0 && res.RequeueAfter < after {
 			after = res.RequeueAfter
@@ -317,7 +317,9 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	case art.Revision != prevApplied || len(lines) > 0 || prevReady == nil || prevReady.Status != metav1.ConditionTrue:
 		r.event(s, art.Revision, "Normal", v1alpha1.SucceededReason, eventMessage("Applied revision "+art.Revision, lines))
 	}
-	logger.Info("reconciled", "changes", len(lines), "drifted", nDrift, "writes", res.Writes, "duration", time.Since(start).Round(time.Millisecond))
+	// Each changed object by identity and action, as Flux logs its change
+	// set; drifted lists the inventory IDs whose drift was reverted.
+	logger.Info("reconciled", "changes", lines, "drifted", res.Drifted, "writes", res.Writes, "duration", time.Since(start).Round(time.Millisecond))
 	return ctrl.Result{RequeueAfter: r.interval(s)}, nil
 }
 

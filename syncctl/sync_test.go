@@ -1,11 +1,7 @@
 package syncctl_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -28,6 +24,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/gitserver"
 	"github.com/converge-dev/converge/receiver"
 )
 
@@ -338,13 +335,7 @@ func TestSync(t *testing.T) {
 		srv := httptest.NewServer(&receiver.Handler{Reader: e.c1, Trigger: e.rec.Trigger})
 		defer srv.Close()
 		rev := e.commit(t, "seven migrations", "parallelMigrationsPerCluster: 6", "parallelMigrationsPerCluster: 7")
-		body := []byte(`{"ref":"refs/heads/main","after":"` + strings.TrimPrefix(rev, "main@sha1:") + `"}`)
-		mac := hmac.New(sha256.New, []byte("hook-token"))
-		mac.Write(body)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+receiver.Path(local), bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", "push")
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		req := gitserver.GitHubPush(t, srv.URL+receiver.Path(local), "hook-token", "main", strings.TrimPrefix(rev, "main@sha1:"))
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -119,6 +119,7 @@ func run() error {
 	var (
 		metricsAddr  string
 		probeAddr    string
+		pprofAddr    string
 		receiverAddr string
 		watchNS      string
 		leaderElect  bool
@@ -141,6 +142,7 @@ func run() error {
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints, /debug/pprof/ (0 disables)")
 	flag.StringVar(&receiverAddr, "receiver-bind-address", ":9292", "address of the push webhook receiver, POST /hook/<namespace>/<name> (0 disables)")
 	flag.StringVar(&watchNS, "watch-namespace", "", "reconcile only the Syncs of this namespace (default: all namespaces)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
@@ -196,6 +198,7 @@ func run() error {
 		WebhookServer:           whServer,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "converge-controller.converge.dev",
 		LeaderElectionNamespace: leaderNS,

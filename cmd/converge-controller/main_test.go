@@ -1,19 +1,15 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -264,19 +260,9 @@ func TestControllerBinary(t *testing.T) {
 
 	// A signed push to the receiver applies a new commit (interval 1h);
 	// the HC update passes the hco-webhook (failurePolicy Fail).
-	b, err := os.ReadFile(filepath.Join(repo.Dir, "hyperconverged.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := "main@sha1:" + repo.Commit(t, "six migrations", map[string]string{
-		"hyperconverged.yaml": strings.Replace(string(b), "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6", 1)})
-	body := []byte(`{"ref":"refs/heads/main","after":"` + strings.TrimPrefix(next, "main@sha1:") + `"}`)
-	mac := hmac.New(sha256.New, []byte("hook-token"))
-	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr("receiver")+receiver.Path(syncKey), bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	sha := repo.Replace(t, "six migrations", "hyperconverged.yaml", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6")
+	next := "main@sha1:" + sha
+	req := gitserver.GitHubPush(t, "http://"+addr("receiver")+receiver.Path(syncKey), "hook-token", "main", sha)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -296,6 +282,9 @@ func TestControllerBinary(t *testing.T) {
 	if v, _, _ := unstructured.NestedInt64(kv.Object, "spec", "configuration", "migrations", "parallelMigrationsPerCluster"); v != 6 {
 		t.Errorf("KubeVirt parallelMigrationsPerCluster = %d, want 6", v)
 	}
+	// The structured log names the revision and each changed object.
+	wantChange := "KubeVirt/" + kvKey.Namespace + "/" + kvKey.Name + " configured"
+	controlplane.Eventually(t, 10*time.Second, func() bool { return reconciledLog(logs.String(), next, wantChange) })
 
 	// SIGTERM: a clean exit.
 	start = time.Now()
@@ -334,6 +323,24 @@ func waitReady(t *testing.T, c client.Client, revision string, exited <-chan err
 	b, _ := json.MarshalIndent(s.Status.Conditions, "", "  ")
 	t.Fatalf("Sync %s not Ready at %s within 3m; lastApplied %q, conditions:\n%s", syncKey, revision, s.Status.LastAppliedRevision, b)
 	return 0
+}
+
+// reconciledLog reports whether logs (JSON lines) hold a "reconciled"
+// line of the Sync at revision whose changes include change.
+func reconciledLog(logs, revision, change string) bool {
+	for l := range strings.Lines(logs) {
+		var line struct {
+			Msg      string   `json:"msg"`
+			Name     string   `json:"name"`
+			Revision string   `json:"revision"`
+			Changes  []string `json:"changes"`
+		}
+		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "reconciled" && line.Name == syncKey.Name &&
+			line.Revision == revision && slices.Contains(line.Changes, change) {
+			return true
+		}
+	}
+	return false
 }
 
 func httpGet(t *testing.T, url string) string {
