@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,16 +255,7 @@ func (e *testEnv) deleteSync(t *testing.T, key types.NamespacedName, policy stri
 // the Flux-style revision the Sync will report.
 func (e *testEnv) commit(t *testing.T, msg, old, new string) string {
 	t.Helper()
-	p := filepath.Join(e.repo.Dir, "hyperconverged.yaml")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(b), old, new, 1)
-	if s == string(b) {
-		t.Fatalf("hyperconverged.yaml: %q not found", old)
-	}
-	return "main@sha1:" + e.repo.Commit(t, msg, map[string]string{"hyperconverged.yaml": s})
+	return "main@sha1:" + e.repo.Replace(t, msg, "hyperconverged.yaml", old, new)
 }
 
 func (e *testEnv) head(t *testing.T) string {

@@ -1,7 +1,6 @@
 package syncctl_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -25,20 +24,6 @@ func newGPGKey(t *testing.T, uid string) gitserver.GPGKey {
 		t.Skip("gpg is not installed")
 	}
 	return gitserver.NewGPGKey(t, gitserver.NewGPGHome(t), uid)
-}
-
-// edit returns the content of file in repo with old replaced by new once.
-func edit(t *testing.T, repo *gitserver.Repo, file, old, new string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repo.Dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.Replace(string(b), old, new, 1)
-	if s == string(b) {
-		t.Fatalf("%s: %q not found", file, old)
-	}
-	return s
 }
 
 // toCluster2 makes a Sync target cluster 2, where the earlier subtests
@@ -87,8 +72,7 @@ func testVerification(t *testing.T, e *testEnv) {
 		t.Fatalf("KubeVirt parallelMigrationsPerCluster = %d after the signed commit, want 5", v)
 	}
 
-	unsigned := repo.Commit(t, "unsigned: nine migrations", map[string]string{
-		"hyperconverged.yaml": edit(t, repo, "hyperconverged.yaml", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 9")})
+	unsigned := repo.Replace(t, "unsigned: nine migrations", "hyperconverged.yaml", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 9")
 	e.request(t, key)
 	s, d = e.wait(t, key, time.Minute, "VerificationFailed", func(s *v1alpha1.Sync) bool {
 		return condition(s, v1alpha1.ReadyCondition).Reason == v1alpha1.VerificationFailedReason
