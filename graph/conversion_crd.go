@@ -21,18 +21,17 @@ func (e *Engine) EnableConversion(cc apiextensionsv1.WebhookClientConfig) {
 	e.conversion = cc.DeepCopy()
 }
 
-// addServedVersions appends to crd the alsoServed versions of the CRD
-// entry v (served, not stored, schemas generated from their CUE
-// definitions) and sets the Webhook conversion strategy, when the engine has
-// a conversion webhook; otherwise it does nothing.
-func (e *Engine) addServedVersions(v cue.Value, crd *apiextensionsv1.CustomResourceDefinition) error {
+// alsoServed generates the alsoServed versions of the CRD entry v (served,
+// not stored; schemas from their CUE definitions), sorted by name, with
+// crd's names; nil when v has none.
+func alsoServed(v cue.Value, crd *apiextensionsv1.CustomResourceDefinition) ([]apiextensionsv1.CustomResourceDefinitionVersion, error) {
 	also := v.LookupPath(cue.ParsePath("alsoServed"))
-	if e.conversion == nil || !also.Exists() {
-		return nil
+	if !also.Exists() {
+		return nil, nil
 	}
 	it, err := also.Fields()
 	if err != nil {
-		return Format(err)
+		return nil, Format(err)
 	}
 	var names []string
 	defs := map[string]cue.Value{}
@@ -41,6 +40,7 @@ func (e *Engine) addServedVersions(v cue.Value, crd *apiextensionsv1.CustomResou
 		defs[it.Selector().Unquoted()] = it.Value()
 	}
 	sort.Strings(names)
+	var out []apiextensionsv1.CustomResourceDefinitionVersion
 	for _, version := range names {
 		n := crdgen.Names{
 			Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind, ListKind: crd.Spec.Names.ListKind,
@@ -49,18 +49,11 @@ func (e *Engine) addServedVersions(v cue.Value, crd *apiextensionsv1.CustomResou
 		}
 		other, err := crdgen.Generate(defs[version], n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ver := other.Spec.Versions[0]
 		ver.Storage = false
-		crd.Spec.Versions = append(crd.Spec.Versions, ver)
+		out = append(out, ver)
 	}
-	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
-		Strategy: apiextensionsv1.WebhookConverter,
-		Webhook: &apiextensionsv1.WebhookConversion{
-			ClientConfig:             e.conversion.DeepCopy(),
-			ConversionReviewVersions: []string{"v1"},
-		},
-	}
-	return nil
+	return out, nil
 }

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
 
 	"cuelang.org/go/cue"
@@ -19,22 +21,80 @@ type CRD struct {
 	Object *unstructured.Unstructured
 }
 
-// CRDs generates the CustomResourceDefinitions listed in the graph's CRDs
-// from their CUE definitions (once; the result is cached).
+// generatedCRDs is crds.gen.json: every CRD of the graph's CRDs as
+// generateCRDs derives it from the embedded CUE, checked to be current by
+// TestGeneratedCRDsUpToDate (`make gen-crds` rewrites it). Generating them
+// at run time costs seconds of CPU and about 900 MB of allocations.
+//
+//go:embed crds.gen.json
+var generatedCRDs []byte
+
+// generatedCRD is one entry of crds.gen.json.
+type generatedCRD struct {
+	// Name is the key in the graph's CRDs (the plural).
+	Name string `json:"name"`
+	// CRD serves and stores its storage version only.
+	CRD *apiextensionsv1.CustomResourceDefinition `json:"crd"`
+	// AlsoServed are the versions it also serves, not stored, once the
+	// engine has a conversion webhook (EnableConversion), by name.
+	AlsoServed []apiextensionsv1.CustomResourceDefinitionVersion `json:"alsoServed,omitempty"`
+}
+
+// CRDs returns the CustomResourceDefinitions listed in the graph's CRDs,
+// generated from their CUE definitions at build time (crds.gen.json) and
+// finished for the engine's conversion webhook; the result is cached.
 func (e *Engine) CRDs() ([]*CRD, error) {
 	e.crdsOnce.Do(func() {
 		defer e.Lock()()
-		e.crds, e.crdsErr = e.generateCRDs()
+		var gen []generatedCRD
+		if err := json.Unmarshal(generatedCRDs, &gen); err != nil {
+			e.crdsErr = fmt.Errorf("graph/crds.gen.json: %w (make gen-crds rewrites it)", err)
+			return
+		}
+		e.crds, e.crdsErr = e.finishCRDs(gen)
 	})
 	return e.crds, e.crdsErr
 }
 
-func (e *Engine) generateCRDs() ([]*CRD, error) {
+// finishCRDs adds each CRD's alsoServed versions and the Webhook
+// conversion strategy when the engine has a conversion webhook, and
+// returns the CRDs as unstructured objects ready to apply.
+func (e *Engine) finishCRDs(gen []generatedCRD) ([]*CRD, error) {
+	out := make([]*CRD, 0, len(gen))
+	for _, g := range gen {
+		crd := g.CRD
+		if e.conversion != nil && len(g.AlsoServed) > 0 {
+			crd = crd.DeepCopy()
+			crd.Spec.Versions = append(crd.Spec.Versions, g.AlsoServed...)
+			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+				Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{
+					ClientConfig:             e.conversion.DeepCopy(),
+					ConversionReviewVersions: []string{"v1"},
+				},
+			}
+		}
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s: %w", g.Name, err)
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		out = append(out, &CRD{Name: g.Name, Object: u})
+	}
+	return out, nil
+}
+
+// generateCRDs derives every CRD of the graph's CRDs from its CUE
+// definitions with crdgen, with its alsoServed versions: the content of
+// crds.gen.json. It takes seconds.
+func (e *Engine) generateCRDs() ([]generatedCRD, error) {
 	it, err := e.graph.LookupPath(cue.ParsePath("CRDs")).Fields()
 	if err != nil {
 		return nil, Format(err)
 	}
-	var out []*CRD
+	var out []generatedCRD
 	for it.Next() {
 		name := it.Selector().String()
 		var n struct {
@@ -59,19 +119,13 @@ func (e *Engine) generateCRDs() ([]*CRD, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generating CRD %s: %w", name, err)
 		}
-		if err := e.addServedVersions(it.Value(), crd); err != nil {
+		also, err := alsoServed(it.Value(), crd)
+		if err != nil {
 			return nil, fmt.Errorf("generating CRD %s: %w", name, err)
 		}
 		crd.TypeMeta.APIVersion = "apiextensions.k8s.io/v1"
 		crd.TypeMeta.Kind = "CustomResourceDefinition"
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
-			return nil, fmt.Errorf("generating CRD %s: %w", name, err)
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		unstructured.RemoveNestedField(u.Object, "status")
-		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		out = append(out, &CRD{Name: name, Object: u})
+		out = append(out, generatedCRD{Name: name, CRD: crd, AlsoServed: also})
 	}
 	return out, nil
 }
