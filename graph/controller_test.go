@@ -89,6 +89,12 @@ func TestRenderControllerOrderAndDefaults(t *testing.T) {
 			t.Errorf("container %v = %v, want %v", check.path, v, check.want)
 		}
 	}
+	if v, _, _ := unstructured.NestedString(c, "resources", "limits", "memory"); v != "1024Mi" {
+		t.Errorf("memory limit %q, want 1024Mi", v)
+	}
+	if env, _, _ := unstructured.NestedSlice(c, "env"); len(env) != 1 || env[0].(map[string]any)["name"] != "GOMEMLIMIT" || env[0].(map[string]any)["value"] != "921MiB" {
+		t.Errorf("env %v, want GOMEMLIMIT=921MiB (90 %% of the memory limit)", env)
+	}
 	if drop, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop"); !slices.Equal(drop, []string{"ALL"}) {
 		t.Errorf("capabilities.drop %v, want [ALL]", drop)
 	}
