@@ -22,7 +22,7 @@ import (
 // its Secret is gone, the identity is forbidden) the finalizer stays,
 // Ready=False DeletionFailed says why and how to get out (set
 // spec.deletionPolicy: Orphan), and the deletes are retried every
-// Options.RetryInterval.
+// retryInterval.
 func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Result, error) {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	if !controllerutil.ContainsFinalizer(s, v1alpha1.Finalizer) {
@@ -42,7 +42,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Resul
 			if perr := st.patch(ctx, s); perr != nil {
 				return ctrl.Result{}, perr
 			}
-			return ctrl.Result{RequeueAfter: r.Options.RetryInterval}, nil
+			return ctrl.Result{RequeueAfter: r.retryInterval(s)}, nil
 		}
 		r.Metrics.RecordChangeSet(metricsKey(s), cs)
 		r.event(s, s.Status.LastAppliedRevision, "Normal", v1alpha1.UninstalledReason,

@@ -192,7 +192,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 			r.event(s, s.Status.LastAttemptedRevision, "Warning", reason, eventMessage(err.Error(), lines))
 		}
 		logger.Error(err, "reconcile failed", "reason", reason, "stalled", stalled)
-		after := r.Options.RetryInterval
+		after := r.retryInterval(s)
 		if stalled {
 			after = r.interval(s)
 		}
@@ -372,6 +372,14 @@ func (r *Reconciler) interval(s *v1alpha1.Sync) time.Duration {
 		d = DefaultInterval
 	}
 	return d + time.Duration(rand.Float64()*r.Options.Jitter*float64(d))
+}
+
+// retryInterval is s's spec.retryInterval, else Options.RetryInterval.
+func (r *Reconciler) retryInterval(s *v1alpha1.Sync) time.Duration {
+	if s.Spec.RetryInterval != nil && s.Spec.RetryInterval.Duration > 0 {
+		return s.Spec.RetryInterval.Duration
+	}
+	return r.Options.RetryInterval
 }
 
 // forget drops what the controller keeps about a Sync that is gone,

@@ -3,6 +3,8 @@ package syncctl
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,8 +26,8 @@ const EventSource = "converge-controller"
 // controller "sync": Syncs are reconciled when created, when their
 // generation changes (spec), when the reconcile request annotation
 // changes, when they are being deleted, when a Sync they depend on
-// becomes ready, on Trigger, and on any change to an object they applied
-// (drift). mgr's scheme must know v1alpha1. The targets' caches stop
+// becomes ready, on Trigger, when a Secret they read changes, and on any
+// change to an object they applied (drift). mgr's scheme must know v1alpha1. The targets' caches stop
 // with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
@@ -50,6 +52,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestChanged))).
 		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependants), builder.WithPredicates(readyChanged)).
 		WatchesRawSource(source.Channel(r.trigger, &handler.EnqueueRequestForObject{})).
+		// Metadata only: the controller never caches Secret data.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretUsers),
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Concurrency}).
 		Build(r)
 	if err != nil {

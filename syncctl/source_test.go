@@ -102,8 +102,9 @@ func testVerification(t *testing.T, e *testEnv) {
 // testAuth: for each transport, a Sync whose credentials the Git server
 // refuses (or whose server it cannot authenticate) fails with
 // AuthenticationFailed, not stalled, naming the URL and never the
-// secret; once the Secret holds the right credentials the retry applies
-// the repository.
+// secret; once the Secret holds the right credentials the Sync applies
+// the repository. Its retryInterval is 1h, so only the Secret watch can
+// retry it within the test.
 func testAuth(t *testing.T, e *testEnv) {
 	root := filepath.Dir(e.repo.Dir)
 	tlsSrv := gitserver.NewHTTP(t, root, gitserver.HTTPOptions{TLS: true})
@@ -139,6 +140,7 @@ func testAuth(t *testing.T, e *testEnv) {
 				toCluster2(s)
 				s.Spec.Source.URL = tc.url
 				s.Spec.Source.SecretRef = &v1alpha1.LocalObjectReference{Name: sec.Name}
+				s.Spec.RetryInterval = &metav1.Duration{Duration: time.Hour}
 			})
 			s, _ := e.wait(t, key, time.Minute, "AuthenticationFailed", func(s *v1alpha1.Sync) bool {
 				return condition(s, v1alpha1.ReadyCondition).Reason == v1alpha1.AuthenticationFailedReason
@@ -160,7 +162,7 @@ func testAuth(t *testing.T, e *testEnv) {
 				t.Fatal(err)
 			}
 			_, d := e.wait(t, key, time.Minute, "Ready with the right credentials", readyAt(e.head(t)))
-			t.Logf("Ready %s after the Secret was fixed (retry interval 2s)", d)
+			t.Logf("Ready %s after the Secret was fixed (retryInterval 1h)", d)
 			e.deleteSync(t, key, v1alpha1.DeletionPolicyOrphan)
 		})
 	}

@@ -105,6 +105,11 @@ type SyncSpec struct {
 	// Timeout bounds one reconcile: fetch, render, apply and health gates.
 	// Default 5m.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// RetryInterval is how long to wait before retrying after an error a
+	// retry may fix (fetch, authentication, apply), as a Go duration, as
+	// Flux's spec.retryInterval. Default: the controller's (10s). A change
+	// to a Secret the Sync names retries at once.
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 	// Suspend stops reconciling (and drift correction) until set false.
 	Suspend bool `json:"suspend,omitempty"`
 	// Prune deletes objects that left the config. Default true.

@@ -276,6 +276,11 @@ func (in *SyncSpec) DeepCopyInto(out *SyncSpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.RetryInterval != nil {
+		in, out := &in.RetryInterval, &out.RetryInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Prune != nil {
 		in, out := &in.Prune, &out.Prune
 		*out = new(bool)
