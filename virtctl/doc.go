@@ -20,8 +20,15 @@
 //     kube-scheduler-style message. Binding sets the label NodeNameLabel
 //     (kubevirt.io/nodeName) to the node before status.nodeName, as
 //     KubeVirt's virt-controller does; the agent watches on that label.
+//   - NodeHealthReconciler is KubeVirt's node controller: when an agent's
+//     kubevirt.io/heartbeat is older than Options.HeartbeatTimeout (5 min)
+//     or its Node is gone, the Node is labelled kubevirt.io/schedulable=false
+//     (the scheduler skips it), the VMIs on it are Failed with reason
+//     NodeUnresponsive, and their finalizer is released once they are
+//     deleted, so a runStrategy Always VM starts again on another node.
 //
-// The node agent's contract: it labels its Node AgentLabel=true; it
+// The node agent's contract: it labels its Node AgentLabel=true and
+// kubevirt.io/schedulable=true and renews kubevirt.io/heartbeat; it
 // reports what the node offers VMs in the annotation AllocatableAnnotation
 // (JSON resource list; it overrides status.allocatable, which a kubelet
 // owns) or, on a node without a kubelet, in status.allocatable;

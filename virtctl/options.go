@@ -10,6 +10,10 @@ type Options struct {
 	// CRDPoll is how often Setup checks whether the VirtualMachine and
 	// VirtualMachineInstance CRDs are installed yet.
 	CRDPoll time.Duration
+	// HeartbeatTimeout is how old a node agent's kubevirt.io/heartbeat may
+	// get before its VMIs are failed with reason NodeUnresponsive
+	// (NodeHealthReconciler).
+	HeartbeatTimeout time.Duration
 	// Concurrency is how many VMs are reconciled in parallel (the
 	// scheduler always decides one VMI at a time).
 	Concurrency int
@@ -19,8 +23,8 @@ type Options struct {
 	SkipNameValidation bool
 }
 
-// DefaultOptions gives UnschedulableRetry 30 s, CRDPoll 5 s and
-// Concurrency 4.
+// DefaultOptions gives UnschedulableRetry 30 s, CRDPoll 5 s,
+// HeartbeatTimeout 5 min (KubeVirt's) and Concurrency 4.
 func DefaultOptions() Options {
-	return Options{UnschedulableRetry: 30 * time.Second, CRDPoll: 5 * time.Second, Concurrency: 4}
+	return Options{UnschedulableRetry: 30 * time.Second, CRDPoll: 5 * time.Second, HeartbeatTimeout: 5 * time.Minute, Concurrency: 4}
 }

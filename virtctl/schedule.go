@@ -78,7 +78,8 @@ func Requests(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceList)
 
 // Schedule picks a node for vmi, which requests requests, among nodes (the
 // candidates: the nodes running the agent), given the VMIs already placed.
-// A node is rejected when it is cordoned (spec.unschedulable), does not
+// A node is rejected when it is cordoned (spec.unschedulable), labelled
+// kubevirt.io/schedulable=false (its agent is unresponsive), does not
 // match spec.nodeSelector or the required node affinity, has a NoSchedule
 // or NoExecute taint vmi does not tolerate, or lacks a requested resource
 // in status.allocatable minus what placed VMIs request there. Among the
@@ -137,6 +138,9 @@ func Schedule(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceLi
 func reject(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList, n *corev1.Node, used corev1.ResourceList, affinity *nodeaffinity.LazyErrorNodeSelector) []string {
 	if n.Spec.Unschedulable {
 		return []string{"node(s) were unschedulable"}
+	}
+	if n.Labels[kubevirtv1.NodeSchedulable] == "false" {
+		return []string{"node(s) had an unresponsive VM agent"}
 	}
 	if len(vmi.Spec.NodeSelector) > 0 && !labels.SelectorFromSet(vmi.Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
 		return []string{"node(s) didn't match VMI's node affinity/selector"}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +24,8 @@ import (
 // CRDNames are the CRDs the controllers watch; Setup waits for them.
 var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io"}
 
-// Setup registers the "virtualmachine" and "vmi-scheduler" controllers
+// Setup registers the "virtualmachine", "vmi-scheduler" and
+// "vmi-node-health" controllers
 // with mgr once the VirtualMachine and VirtualMachineInstance CRDs are
 // established (converge installs them in the graph's "crds" stage, so
 // they may appear after converge-controller starts); until then it polls
@@ -79,6 +82,24 @@ func register(mgr ctrl.Manager, opts Options) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &opts.SkipNameValidation}).
 		Complete(sr); err != nil {
 		return fmt.Errorf("virtctl: building the vmi-scheduler controller: %w", err)
+	}
+	nr := &NodeHealthReconciler{Client: mgr.GetClient(), HeartbeatTimeout: opts.HeartbeatTimeout,
+		Events: mgr.GetEventRecorderFor("virt-controller")} //nolint:staticcheck // core/v1 Events, as KubeVirt's
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("vmi-node-health").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[AgentLabel] == "true"
+		}))).
+		// VMIs name their node: a VMI placed on a node that is gone.
+		Watches(&kubevirtv1.VirtualMachineInstance{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if n := o.GetLabels()[kubevirtv1.NodeNameLabel]; n != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n}}}
+			}
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1, SkipNameValidation: &opts.SkipNameValidation}).
+		Complete(nr); err != nil {
+		return fmt.Errorf("virtctl: building the vmi-node-health controller: %w", err)
 	}
 	return nil
 }
