@@ -2,7 +2,6 @@ package virtctl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -135,9 +134,6 @@ func heartbeat(n *corev1.Node) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	var t time.Time
-	if err := json.Unmarshal([]byte(`"`+v+`"`), &t); err != nil {
-		return time.Time{}, false
-	}
-	return t, true
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -19,7 +20,9 @@ import (
 // then stops (10 min old, timeout 5 min). The node is labelled
 // kubevirt.io/schedulable=false, the VMI is Failed with reason
 // NodeUnresponsive and an event, its finalizer is released once the VM
-// controller deletes it, and the VM's new VMI runs on node "alive".
+// controller deletes it, and the VM's new VMI runs on node "alive". When
+// the Node "alive" is deleted, its VMI is failed too, and the VM's next
+// VMI stays Pending: the only node left is unschedulable.
 func TestNodeUnresponsive(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -58,16 +61,8 @@ func TestNodeUnresponsive(t *testing.T) {
 		return v != nil && v.UID != first.UID && v.Status.NodeName == "alive"
 	})
 	t.Logf("new VMI on node alive %s after the heartbeat went stale", time.Since(start).Round(time.Millisecond))
-	events := &corev1.EventList{}
-	if err := e.c.List(ctx, events, client.InNamespace(e.ns)); err != nil {
-		t.Fatal(err)
-	}
-	var event bool
-	for _, ev := range events.Items {
-		event = event || (ev.Reason == virtctl.NodeUnresponsiveReason && ev.InvolvedObject.UID == first.UID)
-	}
 	// The event follows the status patch that failed the VMI.
-	if !event {
+	if !unresponsiveEvent(t, e, first.UID) {
 		t.Errorf("no %s event on the first VMI", virtctl.NodeUnresponsiveReason)
 	}
 	if err := e.c.Get(ctx, client.ObjectKey{Name: "dead"}, n); err != nil {
@@ -82,4 +77,32 @@ func TestNodeUnresponsive(t *testing.T) {
 	if n.Labels[kubevirtv1.NodeSchedulable] != "true" {
 		t.Errorf("node alive labels %v, want %s=true", n.Labels, kubevirtv1.NodeSchedulable)
 	}
+
+	second := e.vmi(t, "web")
+	if err := e.c.Delete(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, time.Minute, func() bool {
+		v := e.vmi(t, "web")
+		return v != nil && v.UID != second.UID && v.Status.NodeName == ""
+	})
+	if !unresponsiveEvent(t, e, second.UID) {
+		t.Errorf("no %s event on the VMI of the deleted node", virtctl.NodeUnresponsiveReason)
+	}
+}
+
+// unresponsiveEvent reports whether the VMI uid got a NodeUnresponsive
+// event.
+func unresponsiveEvent(t *testing.T, e *env, uid types.UID) bool {
+	t.Helper()
+	events := &corev1.EventList{}
+	if err := e.c.List(context.Background(), events, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Reason == virtctl.NodeUnresponsiveReason && ev.InvolvedObject.UID == uid {
+			return true
+		}
+	}
+	return false
 }
