@@ -65,8 +65,8 @@ test: controlplane $(BIN)/cue cni
 ## image import next to qemu-img convert; CSI NodePublish (root); VMI →
 ## Running through the agent next to defining the domain directly
 bench: controlplane cni
-	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./bench/
-	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./bench/
+	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
+	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/importer/

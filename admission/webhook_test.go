@@ -19,7 +19,7 @@ import (
 
 	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/webhookcert"
 )
 

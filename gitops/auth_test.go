@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"golang.org/x/crypto/ssh"
 )
 

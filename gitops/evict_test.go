@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 )
 
 func TestMaxCacheBytes(t *testing.T) {

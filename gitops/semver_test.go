@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 )
 
 func TestSemVer(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 	git "github.com/go-git/go-git/v5"
 	"golang.org/x/crypto/ssh"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"golang.org/x/crypto/ssh"
 )
 

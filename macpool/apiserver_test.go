@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/macpool"
 )
 

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/crdtest"
-	"github.com/converge-dev/converge/internal/webhookcerttest"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/macpool"
 	"github.com/converge-dev/converge/webhookcert"
 )
@@ -45,7 +45,7 @@ func startCluster(t testing.TB) *cluster {
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNS}}); err != nil {
 		t.Fatal(err)
 	}
-	certs := webhookcerttest.Start(t, c, webhookcert.Options{
+	certs := webhooktest.Start(t, c, webhookcert.Options{
 		Secret:  types.NamespacedName{Namespace: poolNS, Name: "converge-macpool-cert"},
 		Hosts:   []string{"127.0.0.1"},
 		Targets: []webhookcert.Target{{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName}},

@@ -24,7 +24,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
 const testNS = "hooks"

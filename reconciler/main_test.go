@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
 // startEnv starts a real kube-apiserver + etcd for one test (each test

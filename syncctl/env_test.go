@@ -29,9 +29,9 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops"
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/gitserver"
-	"github.com/converge-dev/converge/internal/operandsim"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
+	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/metrics"
 	"github.com/converge-dev/converge/syncctl"
 )

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/internal/gitserver"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 )
 
 // newGPGKey makes an ed25519 signing key for uid in a fresh GNUPGHOME

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/crdtest"
-	"github.com/converge-dev/converge/internal/webhookcerttest"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/vmadmission"
 	"github.com/converge-dev/converge/webhookcert"
 )
@@ -52,7 +52,7 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	certs := webhookcerttest.Start(t, c, webhookcert.Options{
+	certs := webhooktest.Start(t, c, webhookcert.Options{
 		Secret:  types.NamespacedName{Namespace: "converge-system", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
 		Targets: []webhookcert.Target{{Kind: webhookcert.ValidatingWebhook, Name: vmadmission.ConfigurationName}},

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 )
 

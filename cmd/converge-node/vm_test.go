@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/crdtest"
-	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
 // TestApplyDiff drives `converge apply` and `converge diff` against a real

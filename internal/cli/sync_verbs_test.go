@@ -23,8 +23,8 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/safebuffer"
 )
 
 // fakeController plays converge-controller's part in the reconcile

@@ -8,8 +8,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/converge-dev/converge/internal/controlplane"
 	"github.com/converge-dev/converge/internal/crdwait"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
 // TestWait: against a real API server, Wait holds until the CRD is

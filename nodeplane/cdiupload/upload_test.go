@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/converge-dev/converge/internal/storagetest"
+	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/upload"
 )

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/nodeplane/cni"
 )
 

@@ -14,25 +14,25 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/netattach"
-	"github.com/converge-dev/converge/nodeplane/vm/e2e"
 )
 
 // requireRoot skips (fails under CONVERGE_REQUIRE_NODEPLANE=1) unless the
 // test runs as root: it creates network namespaces, veths and taps.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	e2e.Require(t, os.Geteuid() == 0, "netattach tests run as root (network namespaces, veths, taps)")
+	vmtest.Require(t, os.Geteuid() == 0, "netattach tests run as root (network namespaces, veths, taps)")
 }
 
 // pluginDir gives <repo>/bin/cni, where `make cni` builds bridge,
 // host-local and loopback.
 func pluginDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(e2e.RepoRoot(t), "bin", "cni")
+	dir := filepath.Join(vmtest.RepoRoot(t), "bin", "cni")
 	for _, p := range []string{"bridge", "host-local"} {
 		_, err := os.Stat(filepath.Join(dir, p))
-		e2e.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, dir)
+		vmtest.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, dir)
 	}
 	return dir
 }
@@ -41,7 +41,7 @@ func pluginDir(t *testing.T) string {
 func requireTool(t *testing.T, bin, pkg string) {
 	t.Helper()
 	_, err := exec.LookPath(bin)
-	e2e.Require(t, err == nil, "%s not found: apt-get install -y --no-install-recommends %s", bin, pkg)
+	vmtest.Require(t, err == nil, "%s not found: apt-get install -y --no-install-recommends %s", bin, pkg)
 }
 
 // newNetns creates a named netns for the test, deleted in t.Cleanup.

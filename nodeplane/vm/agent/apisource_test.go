@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/crdtest"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
 )

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/nodeplane/vm/e2e"
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 // startAgentArgs is startAgent with extra flags for `converge-node vm`.
-func startAgentArgs(t *testing.T, bin, vmiFile, stateDir string, l *e2e.Libvirt, extra ...string) *agentProc {
+func startAgentArgs(t *testing.T, bin, vmiFile, stateDir string, l *vmtest.Libvirt, extra ...string) *agentProc {
 	t.Helper()
 	p := &agentProc{lines: make(chan string, 100), exited: make(chan struct{}), stderr: filepath.Join(t.TempDir(), "agent.log")}
 	args := append([]string{"vm", "--vmi-file", vmiFile, "--libvirt-uri", l.URI, "--domain-type", "qemu",

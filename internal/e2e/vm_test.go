@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/safebuffer"
-	"github.com/converge-dev/converge/nodeplane/vm/e2e"
+	"github.com/converge-dev/converge/internal/testing/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -78,7 +78,7 @@ type agentProc struct {
 	stderr string
 }
 
-func startAgent(t *testing.T, bin, vmiFile, stateDir string, l *e2e.Libvirt) *agentProc {
+func startAgent(t *testing.T, bin, vmiFile, stateDir string, l *vmtest.Libvirt) *agentProc {
 	t.Helper()
 	return startAgentArgs(t, bin, vmiFile, stateDir, l)
 }
@@ -153,9 +153,9 @@ func exitErr(cmd *exec.Cmd) error {
 //
 // Boot latencies are logged, not asserted.
 func TestGuestBootsThroughAgent(t *testing.T) {
-	l := e2e.StartLibvirt(t)
-	guest := e2e.BuildGuest(t)
-	bin := e2e.BuildBinary(t, "./cmd/converge-node")
+	l := vmtest.StartLibvirt(t)
+	guest := vmtest.BuildGuest(t)
+	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
 	l.RemoveDomain(t, domName) // a leftover of an interrupted run
 	t.Cleanup(func() { l.RemoveDomain(t, domName) })
 

@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/netattach"
-	"github.com/converge-dev/converge/nodeplane/vm/e2e"
 )
 
 // The CNI network of TestGuestsPingOverCNIBridge: a bridge plugin config
@@ -114,19 +114,19 @@ func netConf(ipamDir string) string {
 // Latencies (VMI served -> Ready, -> NIC up, -> PING-OK) are logged, not
 // asserted.
 func TestGuestsPingOverCNIBridge(t *testing.T) {
-	l := e2e.StartLibvirt(t)
-	e2e.Require(t, l.Netns != "", "a libvirtd already answered on %s outside a test network namespace: the CNI test needs its own (stop the running libvirtd)", l.URI)
+	l := vmtest.StartLibvirt(t)
+	vmtest.Require(t, l.Netns != "", "a libvirtd already answered on %s outside a test network namespace: the CNI test needs its own (stop the running libvirtd)", l.URI)
 	for _, tool := range []struct{ bin, pkg string }{{"ping", "iputils-ping"}, {"nft", "nftables"}, {"bridge", "iproute2"}} {
 		_, err := exec.LookPath(tool.bin)
-		e2e.Require(t, err == nil, "%s not found: apt-get install -y --no-install-recommends %s", tool.bin, tool.pkg)
+		vmtest.Require(t, err == nil, "%s not found: apt-get install -y --no-install-recommends %s", tool.bin, tool.pkg)
 	}
-	cniBin := filepath.Join(e2e.RepoRoot(t), "bin", "cni")
+	cniBin := filepath.Join(vmtest.RepoRoot(t), "bin", "cni")
 	for _, p := range []string{"bridge", "host-local"} {
 		_, err := os.Stat(filepath.Join(cniBin, p))
-		e2e.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, cniBin)
+		vmtest.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, cniBin)
 	}
-	guestDir := e2e.BuildGuest(t)
-	bin := e2e.BuildBinary(t, "./cmd/converge-node")
+	guestDir := vmtest.BuildGuest(t)
+	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
 	hostNS := netattach.NetnsPath(l.Netns)
 
 	guests := []netGuest{

@@ -2,7 +2,7 @@
 // webhook server a real kube-apiserver calls back, so that the tests of
 // converge's admission webhooks share one way of getting a serving
 // certificate and an injected caBundle.
-package webhookcerttest
+package webhooktest
 
 import (
 	"context"

@@ -1,11 +1,12 @@
-// Package e2e holds the VM agent's end-to-end test on a real libvirtd and
-// QEMU (TCG) and the helpers it needs: StartLibvirt runs virtlogd and
+// Package vmtest holds what the VM tests on a real libvirtd and QEMU (TCG)
+// share (the end-to-end tests in internal/e2e, the NIC tests of
+// nodeplane/network/netattach): StartLibvirt runs virtlogd and
 // libvirtd for one test (libvirtd inside a network namespace of the
 // test), BuildGuest builds the Debian guest of hack/guest, and BuildBinary
 // builds converge-node. The tests run as root only; they skip otherwise,
 // and fail instead when CONVERGE_REQUIRE_NODEPLANE=1 (CI) and something is
 // missing. Setup recipe and pitfalls: shared notes, nodeplane.md §3 and §7.
-package e2e
+package vmtest
 
 import (
 	"fmt"

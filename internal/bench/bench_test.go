@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/reconciler"
 )
 
@@ -40,7 +40,7 @@ func BenchmarkRender(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := e.LoadConfig(filepath.Join("..", "testdata", "example"))
+	cfg, err := e.LoadConfig(filepath.Join("..", "..", "testdata", "example"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,9 +25,9 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/gitserver"
-	"github.com/converge-dev/converge/internal/operandsim"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
+	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
 	dto "github.com/prometheus/client_model/go"
@@ -284,7 +284,7 @@ func waitApplied(b *testing.B, c client.Client, key types.NamespacedName, sha st
 // commit on main.
 func exampleRepo(b *testing.B) *gitserver.Repo {
 	repo := gitserver.NewRepo(b, b.TempDir(), "config", "main")
-	repo.CopyDir(b, filepath.Join("..", "testdata", "example"), ".")
+	repo.CopyDir(b, filepath.Join("..", "..", "testdata", "example"), ".")
 	repo.Commit(b, "example", nil)
 	return repo
 }
@@ -292,7 +292,7 @@ func exampleRepo(b *testing.B) *gitserver.Repo {
 // buildController builds converge-controller into a temporary directory.
 func buildController(b *testing.B) string {
 	exe := filepath.Join(b.TempDir(), "converge-controller")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/converge-controller").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/converge-controller").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe

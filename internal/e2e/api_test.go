@@ -28,11 +28,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/graph"
-	"github.com/converge-dev/converge/internal/controlplane"
-	"github.com/converge-dev/converge/internal/crdtest"
-	"github.com/converge-dev/converge/internal/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/nodeplane/vm/e2e"
 	"github.com/converge-dev/converge/virtctl"
 )
 
@@ -131,11 +131,11 @@ func lastLines(s string, n int) string {
 // Latencies are logged, not asserted.
 func TestVirtualMachineThroughAPI(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
-	l := e2e.StartLibvirt(t)
+	l := vmtest.StartLibvirt(t)
 	bin, err := controlplane.BinDir()
-	e2e.Require(t, err == nil && controlplane.Available(bin), "kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	guest := e2e.BuildGuest(t)
-	bins := e2e.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller", "./cmd/converge")
+	vmtest.Require(t, err == nil && controlplane.Available(bin), "kube-apiserver and etcd are not in bin/: run `make controlplane`")
+	guest := vmtest.BuildGuest(t)
+	bins := vmtest.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller", "./cmd/converge")
 	node, controller, converge := bins[0], bins[1], bins[2]
 	l.RemoveDomain(t, apiDom) // a leftover of an interrupted run
 	t.Cleanup(func() { l.RemoveDomain(t, apiDom) })
