@@ -40,10 +40,10 @@ gen-kubevirt: $(BIN)/cue
 	components/virt/gen/generate.sh
 	$(MAKE) gen-crds
 
-## gen-crds: regenerate graph/crds.gen.json, the CRDs derived from the CUE
+## gen-crds: regenerate internal/graph/crds.gen.json, the CRDs derived from the CUE
 ## (a test fails while it is stale)
 gen-crds:
-	$(GO) test ./graph -run '^TestGeneratedCRDsUpToDate$$' -update-crds
+	$(GO) test ./internal/graph -run '^TestGeneratedCRDsUpToDate$$' -update-crds
 
 ## demo: converge as a user runs it — install, a Sync, health gates, a commit,
 ## drift, events, suspend/resume — on a local API server and Git server (needs git)

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 // position is the "file:line:col: " that starts a graph.Error line.

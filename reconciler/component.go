@@ -1,7 +1,7 @@
 package reconciler
 
 import (
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/inventory"
 )
 

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/facts"
 	"github.com/converge-dev/converge/gitops"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/metrics"
 	"github.com/converge-dev/converge/reconciler"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler"
 	"github.com/converge-dev/converge/syncctl"
 )

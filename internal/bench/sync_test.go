@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/facts"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/operandsim"

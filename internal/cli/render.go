@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/converge-dev/converge/facts"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/graph/facts"
 )
 
 func newRender(g *globals) *cobra.Command {

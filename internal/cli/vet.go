@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 func newVet(g *globals) *cobra.Command {

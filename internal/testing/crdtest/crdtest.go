@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/graph"
 	"github.com/converge-dev/converge/internal/crdwait"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 // Install takes a test, a client and CRD plurals as the graph names them

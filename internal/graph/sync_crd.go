@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/crdgen"
+	"github.com/converge-dev/converge/internal/graph/crdgen"
 )
 
 // SyncCRD generates the CustomResourceDefinition syncs.converge.dev from the

@@ -3,7 +3,7 @@ package graph
 import (
 	"cuelang.org/go/cue"
 
-	"github.com/converge-dev/converge/config"
+	"github.com/converge-dev/converge/internal/graph/config"
 )
 
 // Warnings gives the warnings HCO's webhook returns for cfg's

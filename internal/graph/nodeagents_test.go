@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 // nodeAgentsConfig is a HyperConverged with every node agent enabled and a
@@ -89,7 +89,7 @@ func TestNodeAgentArgsAreFlags(t *testing.T) {
 	}
 
 	bin := filepath.Join(t.TempDir(), "converge-node")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/converge-node").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/converge-node").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	flagsOf := map[string]map[string]bool{}

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 func controllerObjects(t *testing.T, e *graph.Engine, in graph.ControllerOptions) map[string]*unstructured.Unstructured {
@@ -177,7 +177,7 @@ func TestControllerArgsAreFlags(t *testing.T) {
 		t.Skip("builds cmd/converge-controller")
 	}
 	bin := filepath.Join(t.TempDir(), "converge-controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/converge-controller").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/converge-controller").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, _ := exec.Command(bin, "-h").CombinedOutput() // flag's -h exits 0 or 2 by version

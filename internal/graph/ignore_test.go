@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
 )
 
 // TestRenderCarriesGraphRules renders testdata/example and checks what the
@@ -18,7 +18,7 @@ func TestRenderCarriesGraphRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := e.LoadConfig(filepath.Join("..", "testdata", "example"))
+	cfg, err := e.LoadConfig(filepath.Join("..", "..", "testdata", "example"))
 	if err != nil {
 		t.Fatal(err)
 	}

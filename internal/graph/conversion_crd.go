@@ -6,7 +6,7 @@ import (
 	"cuelang.org/go/cue"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/converge-dev/converge/crdgen"
+	"github.com/converge-dev/converge/internal/graph/crdgen"
 )
 
 // EnableConversion makes the generated CRDs serve their alsoServed versions

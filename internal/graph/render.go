@@ -8,7 +8,7 @@ import (
 	"cuelang.org/go/cue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/config"
+	"github.com/converge-dev/converge/internal/graph/config"
 )
 
 // Node is one rendered component.

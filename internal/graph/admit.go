@@ -1,6 +1,6 @@
 package graph
 
-import "github.com/converge-dev/converge/config"
+import "github.com/converge-dev/converge/internal/graph/config"
 
 // ConfigFromObject takes a name for error positions and one
 // HyperConverged object as JSON, and gives a config built with the

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/converge-dev/converge/crdgen"
+	"github.com/converge-dev/converge/internal/graph/crdgen"
 )
 
 // CRD is a CustomResourceDefinition generated from the graph's CUE.

@@ -26,7 +26,7 @@ func startAPIServer(t *testing.T) client.Client {
 	if testing.Short() {
 		t.Skip("-short: not starting kube-apiserver and etcd")
 	}
-	bin, err := filepath.Abs(filepath.Join("..", "bin"))
+	bin, err := filepath.Abs(filepath.Join("..", "..", "..", "bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	factspkg "github.com/converge-dev/converge/facts"
-	"github.com/converge-dev/converge/graph"
+	"github.com/converge-dev/converge/internal/graph"
+	factspkg "github.com/converge-dev/converge/internal/graph/facts"
 )
 
 // TestDerive runs the derivation rules in testdata/derive/<component>/*.txtar:
@@ -32,7 +32,7 @@ import (
 //
 // The comment of each archive names the rule and the HCO source it follows.
 func TestDerive(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "derive", "*", "*.txtar"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "derive", "*", "*.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDerive(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		name := strings.TrimSuffix(strings.TrimPrefix(f, filepath.Join("..", "testdata", "derive")+string(filepath.Separator)), ".txtar")
+		name := strings.TrimSuffix(strings.TrimPrefix(f, filepath.Join("..", "..", "testdata", "derive")+string(filepath.Separator)), ".txtar")
 		t.Run(name, func(t *testing.T) { runDeriveCase(t, e, f) })
 	}
 }
