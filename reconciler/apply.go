@@ -20,7 +20,7 @@ import (
 
 	"github.com/converge-dev/converge/hcstatus"
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // ApplyResult is what one staged apply did.

@@ -2,7 +2,7 @@ package reconciler
 
 import (
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // CRDsComponent is the component recorded in the inventory for the

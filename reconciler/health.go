@@ -13,7 +13,7 @@ import (
 
 	"github.com/converge-dev/converge/hcstatus"
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // Health is a component's state after a sync.

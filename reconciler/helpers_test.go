@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/inventory"
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 const hcNS = "kubevirt-hyperconverged"

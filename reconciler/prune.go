@@ -7,7 +7,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // prune deletes the objects of prev that next no longer holds, CRDs and

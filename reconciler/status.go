@@ -18,7 +18,7 @@ import (
 
 	"github.com/converge-dev/converge/hcstatus"
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // hcGVK is the HyperConverged's GroupVersionKind.

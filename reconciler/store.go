@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // InventoryStore keeps the inventory of one sync target between syncs.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/gitops"
+	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler"
 )
@@ -84,8 +84,8 @@ func (r *gitRepo) edit(name, old, new string) {
 type syncer struct {
 	cfg     *rest.Config
 	c       client.Client
-	fetcher *gitops.Fetcher
-	src     gitops.Source
+	fetcher *source.Fetcher
+	src     source.Source
 	engine  *graph.Engine
 	p       *reconciler.Pipeline
 	hc      types.NamespacedName
@@ -105,8 +105,8 @@ func newSyncer(t *testing.T, repo *gitRepo) *syncer {
 		t.Fatal(err)
 	}
 	return &syncer{cfg: cfg, c: c, engine: e,
-		fetcher: gitops.NewFetcher(gitops.Options{CacheDir: t.TempDir()}),
-		src:     gitops.Source{URL: repo.dir},
+		fetcher: source.NewFetcher(source.Options{CacheDir: t.TempDir()}),
+		src:     source.Source{URL: repo.dir},
 		// Gates off: this story (first sync creates everything, prune,
 		// failures) is not about health; TestHealthGates is.
 		p: reconciler.NewPipeline(c, nil, testOptions(false)),

@@ -42,14 +42,14 @@ import (
 	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/datavolume"
-	"github.com/converge-dev/converge/gitops"
+	"github.com/converge-dev/converge/gitops/metrics"
+	"github.com/converge-dev/converge/gitops/receiver"
+	"github.com/converge-dev/converge/gitops/source"
+	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/macpool"
-	"github.com/converge-dev/converge/metrics"
-	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/syncctl"
 	"github.com/converge-dev/converge/upload"
 	"github.com/converge-dev/converge/virtctl"
 	"github.com/converge-dev/converge/vmadmission"
@@ -148,8 +148,8 @@ func run() error {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: in-cluster namespace)")
 	flag.StringVar(&cacheDir, "cache-dir", "", "Git cache directory (default: the user cache dir)")
-	flag.IntVar(&concurrent, "concurrent", syncctl.DefaultOptions().Concurrency, "how many Syncs are reconciled in parallel")
-	flag.DurationVar(&depRequeue, "requeue-dependency", syncctl.DefaultOptions().DependencyRequeue, "how often a Sync whose dependsOn are not ready checks them again")
+	flag.IntVar(&concurrent, "concurrent", synccontroller.DefaultOptions().Concurrency, "how many Syncs are reconciled in parallel")
+	flag.DurationVar(&depRequeue, "requeue-dependency", synccontroller.DefaultOptions().DependencyRequeue, "how often a Sync whose dependsOn are not ready checks them again")
 	flag.BoolVar(&wh.enabled, "webhook", true, "serve the hco-webhook, the validating admission webhook of HyperConverged (needs --webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	flag.IntVar(&wh.port, "webhook-port", 4343, "port of the hco-webhook server")
 	flag.StringVar(&wh.certDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key of an externally managed serving certificate (e.g. from cert-manager); empty: issue and rotate one in --webhook-secret-name and inject its CA into the webhook configuration")
@@ -211,7 +211,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	gopts := gitops.DefaultOptions()
+	gopts := source.DefaultOptions()
 	if cacheDir != "" {
 		gopts.CacheDir = cacheDir
 	}
@@ -219,9 +219,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	opts := syncctl.DefaultOptions()
+	opts := synccontroller.DefaultOptions()
 	opts.Concurrency, opts.DependencyRequeue = concurrent, depRequeue
-	r := &syncctl.Reconciler{Engine: engine, Fetcher: gitops.NewFetcher(gopts), Metrics: rec, Options: opts}
+	r := &synccontroller.Reconciler{Engine: engine, Fetcher: source.NewFetcher(gopts), Metrics: rec, Options: opts}
 	localFacts := func(ctx context.Context) (map[string]any, error) {
 		return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())
 	}
@@ -313,7 +313,7 @@ func newScheme() (*runtime.Scheme, error) {
 // certificates do (with several such Syncs, the last rendered wins), and
 // the CRD conversion webhook gets its caBundle after each of their syncs
 // (the first creates the CRD; a later one may re-create it).
-func wireCertificate(r *syncctl.Reconciler, certs *webhookcert.Manager) {
+func wireCertificate(r *synccontroller.Reconciler, certs *webhookcert.Manager) {
 	r.OnSynced = func(s *v1alpha1.Sync, _ *reconciler.Result, _ error) {
 		if s.Spec.Target == nil {
 			certs.Trigger()
@@ -336,7 +336,7 @@ func wireCertificate(r *syncctl.Reconciler, certs *webhookcert.Manager) {
 // addReceiver serves the push webhook receiver on addr ("0" or "" serves
 // nothing): POST /hook/<namespace>/<name> triggers a reconcile of that
 // Sync. It runs on the leader only, where the reconciles happen.
-func addReceiver(mgr manager.Manager, addr string, r *syncctl.Reconciler) error {
+func addReceiver(mgr manager.Manager, addr string, r *synccontroller.Reconciler) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}

@@ -28,13 +28,13 @@ import (
 
 	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/macpool"
-	"github.com/converge-dev/converge/receiver"
 	"github.com/converge-dev/converge/vmadmission"
 )
 

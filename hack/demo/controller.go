@@ -12,16 +12,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/gitops"
+	"github.com/converge-dev/converge/gitops/source"
+	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/syncctl"
 )
 
 // controller is converge-controller's Sync reconciler running in this
 // process, with what the demo observes of it through its hooks.
 type controller struct {
-	rec *syncctl.Reconciler
+	rec *synccontroller.Reconciler
 
 	mu       sync.Mutex
 	rendered *graph.Rendered
@@ -63,13 +63,13 @@ func startController(ctx context.Context, cfg *rest.Config, cacheDir string) (*c
 	if err != nil {
 		return nil, nil, err
 	}
-	gopts := gitops.DefaultOptions()
+	gopts := source.DefaultOptions()
 	gopts.CacheDir = cacheDir
 	c := &controller{first: map[string]*reconciler.Result{}}
-	c.rec = &syncctl.Reconciler{
+	c.rec = &synccontroller.Reconciler{
 		Engine:  engine,
-		Fetcher: gitops.NewFetcher(gopts),
-		Options: syncctl.DefaultOptions(),
+		Fetcher: source.NewFetcher(gopts),
+		Options: synccontroller.DefaultOptions(),
 		OnRender: func(_ *v1alpha1.Sync, r *graph.Rendered) {
 			c.mu.Lock()
 			c.rendered = r

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/inventory"
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 func newTree(g *globals) *cobra.Command {

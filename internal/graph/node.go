@@ -4,7 +4,7 @@ import (
 	"cuelang.org/go/cue"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/inventory"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // decodeNode decodes one graph node: its objects (with the jsonpatch
