@@ -67,7 +67,7 @@ test: controlplane $(BIN)/cue cni
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
-	$(GO) test -run '^$$' -bench . -benchtime 1000x ./macpool/
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./operators/network/macpool/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/hcstatus"
 	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/operators/hco/hcstatus"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
 

@@ -39,20 +39,20 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/gitops/metrics"
 	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
-	"github.com/converge-dev/converge/macpool"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
+	"github.com/converge-dev/converge/operators/hco/hcowebhook"
+	"github.com/converge-dev/converge/operators/network/macpool"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/upload"
-	"github.com/converge-dev/converge/virtctl"
-	"github.com/converge-dev/converge/vmadmission"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -69,14 +69,14 @@ type webhookFlags struct {
 
 // endpoint gives where the API server reaches the webhook, or nil when
 // neither a Service nor a URL is configured.
-func (w webhookFlags) endpoint() (*admission.Endpoint, error) {
+func (w webhookFlags) endpoint() (*hcowebhook.Endpoint, error) {
 	switch {
 	case w.serviceName != "" && w.serviceNS != "":
-		return &admission.Endpoint{Service: &types.NamespacedName{Namespace: w.serviceNS, Name: w.serviceName}, ServicePort: int32(w.servicePort)}, nil
+		return &hcowebhook.Endpoint{Service: &types.NamespacedName{Namespace: w.serviceNS, Name: w.serviceName}, ServicePort: int32(w.servicePort)}, nil
 	case w.serviceName != "" || w.serviceNS != "":
 		return nil, fmt.Errorf("--webhook-service-name and --webhook-service-namespace go together")
 	case w.url != "":
-		return &admission.Endpoint{URL: w.url}, nil
+		return &hcowebhook.Endpoint{URL: w.url}, nil
 	}
 	return nil, nil
 }
@@ -227,7 +227,7 @@ func run() error {
 	}
 	if wh.enabled {
 		// v1beta1 is served too, converted by the /convert webhook.
-		engine.EnableConversion(ep.ClientConfig(admission.ConvertPath))
+		engine.EnableConversion(ep.ClientConfig(hcowebhook.ConvertPath))
 	}
 	if certs != nil {
 		wireCertificate(r, certs)
@@ -236,7 +236,7 @@ func run() error {
 		return err
 	}
 	if virt {
-		if err := virtctl.Setup(mgr, virtctl.DefaultOptions()); err != nil {
+		if err := virtcontroller.Setup(mgr, virtcontroller.DefaultOptions()); err != nil {
 			return err
 		}
 	}
@@ -244,9 +244,9 @@ func run() error {
 		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
 			return err
 		}
-		uo := upload.DefaultOptions()
+		uo := uploadtoken.DefaultOptions()
 		uo.KeySecret.Namespace, uo.PublicKeys.Namespace = wh.namespace(), wh.namespace()
-		if err := upload.Setup(mgr, uo); err != nil {
+		if err := uploadtoken.Setup(mgr, uo); err != nil {
 			return err
 		}
 	}
@@ -323,7 +323,7 @@ func wireCertificate(r *synccontroller.Reconciler, certs *webhookcert.Manager) {
 		if s.Spec.Target != nil {
 			return
 		}
-		l, err := admission.Lifetimes(rd.HyperConverged)
+		l, err := hcowebhook.Lifetimes(rd.HyperConverged)
 		if err == nil {
 			err = certs.SetLifetimes(l)
 		}
@@ -382,7 +382,7 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation boo
 		return nil, err
 	}
 	targets := []webhookcert.Target{
-		{Kind: webhookcert.ValidatingWebhook, Name: admission.ConfigurationName},
+		{Kind: webhookcert.ValidatingWebhook, Name: hcowebhook.ConfigurationName},
 		{Kind: webhookcert.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
 	}
 	if macPool {
@@ -406,10 +406,10 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation boo
 // once the engine's CRDs are generated (the first render would otherwise
 // outlast the webhook timeout) and the certificate is served; a failed
 // registration is retried every 5s.
-func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep admission.Endpoint, certs *webhookcert.Manager,
+func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep hcowebhook.Endpoint, certs *webhookcert.Manager,
 	facts func(context.Context) (map[string]any, error)) error {
-	admission.Register(mgr.GetWebhookServer(), &admission.Validator{Engine: engine, Facts: facts})
-	admission.RegisterConversion(mgr.GetWebhookServer(), &admission.Converter{Engine: engine})
+	hcowebhook.Register(mgr.GetWebhookServer(), &hcowebhook.Validator{Engine: engine, Facts: facts})
+	hcowebhook.RegisterConversion(mgr.GetWebhookServer(), &hcowebhook.Converter{Engine: engine})
 	if certs != nil {
 		if err := mgr.Add(certs); err != nil {
 			return err
@@ -427,9 +427,9 @@ func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep admission.Endpoi
 			return err
 		}
 		apply := func(ctx context.Context, caBundle []byte) error {
-			return admission.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
+			return hcowebhook.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
 		}
-		if !registerWebhook(ctx, ctrl.Log.WithName("admission"), "the hco-webhook "+admission.ConfigurationName, certs, apply) {
+		if !registerWebhook(ctx, ctrl.Log.WithName("admission"), "the hco-webhook "+hcowebhook.ConfigurationName, certs, apply) {
 			return nil
 		}
 		<-ctx.Done()

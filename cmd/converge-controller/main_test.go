@@ -26,7 +26,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/internal/graph"
@@ -34,8 +33,9 @@ import (
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
-	"github.com/converge-dev/converge/macpool"
-	"github.com/converge-dev/converge/vmadmission"
+	"github.com/converge-dev/converge/operators/hco/hcowebhook"
+	"github.com/converge-dev/converge/operators/network/macpool"
+	"github.com/converge-dev/converge/operators/virt/vmadmission"
 )
 
 var (
@@ -158,7 +158,7 @@ func TestControllerBinary(t *testing.T) {
 	// controller issued, and serves: an HC it cannot render is refused.
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	controlplane.Eventually(t, time.Minute, func() bool {
-		if c.Get(ctx, client.ObjectKey{Name: admission.ConfigurationName}, vwc) != nil || len(vwc.Webhooks) == 0 {
+		if c.Get(ctx, client.ObjectKey{Name: hcowebhook.ConfigurationName}, vwc) != nil || len(vwc.Webhooks) == 0 {
 			return false
 		}
 		for _, w := range vwc.Webhooks {
@@ -175,7 +175,7 @@ func TestControllerBinary(t *testing.T) {
 	bad.SetName(hcKey.Name)
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"security":{"certConfig":{"ca":{"duration":"5m"}}}}}`))
 	err = c.Patch(ctx, bad, patch, client.DryRunAll)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", admission.V1WebhookName)) ||
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request", hcowebhook.V1WebhookName)) ||
 		!strings.Contains(err.Error(), "duration (5m) must be at least 10m") {
 		t.Errorf("dry-run update of the HC with security.certConfig.ca.duration 5m: %v, want it denied by the hco-webhook", err)
 	}

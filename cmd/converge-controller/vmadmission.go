@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/converge-dev/converge/admission"
 	"github.com/converge-dev/converge/internal/crdwait"
+	"github.com/converge-dev/converge/operators/hco/hcowebhook"
+	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/vmadmission"
 	"github.com/converge-dev/converge/webhookcert"
 )
 
@@ -27,7 +27,7 @@ import (
 // the ValidatingWebhookConfiguration converge-vm-validator, retrying every
 // 5s. Registering only once the CRDs exist keeps failurePolicy Fail from
 // blocking anything before converge installs KubeVirt.
-func setupVMValidation(mgr manager.Manager, crdPoll time.Duration, ep admission.Endpoint, certs *webhookcert.Manager) error {
+func setupVMValidation(mgr manager.Manager, crdPoll time.Duration, ep hcowebhook.Endpoint, certs *webhookcert.Manager) error {
 	vmadmission.Register(mgr.GetWebhookServer())
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 func init() { subcommands = append(subcommands, newCDIImportCommand) }
@@ -109,6 +109,6 @@ node. Needs qemu-img (Debian qemu-utils).`,
 	f.StringVar(&opts.Importer.QemuImg, "qemu-img", opts.Importer.QemuImg, "qemu-img binary")
 	f.StringVar(&up.BindAddress, "upload-bind-address", up.BindAddress, "host:port of the HTTPS upload server (empty: no upload server)")
 	f.StringVar(&up.AdvertiseAddress, "upload-advertise-address", "", "host:port clients dial for uploads, published on the Node (default: the Node's InternalIP and the bound port)")
-	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+upload.DefaultOptions().PublicKeys.Name+" (converge-controller's namespace)")
+	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+uploadtoken.DefaultOptions().PublicKeys.Name+" (converge-controller's namespace)")
 	return cmd
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
-	"github.com/converge-dev/converge/virtctl"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 const vmiFile = `apiVersion: kubevirt.io/v1
@@ -178,10 +178,10 @@ func TestVMCommandAPI(t *testing.T) {
 	n := &corev1.Node{}
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		alive()
-		return c.Get(ctx, client.ObjectKey{Name: "n1"}, n) == nil && n.Labels[virtctl.AgentLabel] == "true"
+		return c.Get(ctx, client.ObjectKey{Name: "n1"}, n) == nil && n.Labels[virtcontroller.AgentLabel] == "true"
 	})
-	if n.Annotations[virtctl.AllocatableAnnotation] == "" {
-		t.Errorf("Node n1 has no %s annotation", virtctl.AllocatableAnnotation)
+	if n.Annotations[virtcontroller.AllocatableAnnotation] == "" {
+		t.Errorf("Node n1 has no %s annotation", virtcontroller.AllocatableAnnotation)
 	}
 	// The console server publishes where it listens and its certificate.
 	controlplane.Eventually(t, 30*time.Second, func() bool {

@@ -23,7 +23,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // TestImageUpload runs `converge image-upload dv` end to end against a real
@@ -54,14 +54,14 @@ func TestImageUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	driver, pool := storagetest.StartDriver(t, "node-a", "local")
-	uo := upload.DefaultOptions()
+	uo := uploadtoken.DefaultOptions()
 	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
 	vol := cdiimport.DefaultOptions()
 	vol.NodeName, vol.Pools = "node-a", []hostpath.Pool{pool}
 	o := cdiupload.DefaultOptions(vol)
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
 	mctx := controlplane.RunManagerForTest(t, cp, uploadScheme,
-		func(mgr ctrl.Manager) error { return upload.Setup(mgr, uo) },
+		func(mgr ctrl.Manager) error { return uploadtoken.Setup(mgr, uo) },
 		func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, o) })
 	go provisionUpload(t, mctx, c, driver, pool)
 

@@ -33,7 +33,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/virtctl"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 const (
@@ -161,10 +161,10 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	n := &corev1.Node{}
 	waitFor(t, "the Node "+apiNode+" registered by the agent", 60*time.Second, func() bool {
 		agentProc.running(t)
-		return c.Get(ctx, types.NamespacedName{Name: apiNode}, n) == nil && n.Labels[virtctl.AgentLabel] == "true" &&
-			n.Annotations[virtctl.AllocatableAnnotation] != ""
+		return c.Get(ctx, types.NamespacedName{Name: apiNode}, n) == nil && n.Labels[virtcontroller.AgentLabel] == "true" &&
+			n.Annotations[virtcontroller.AllocatableAnnotation] != ""
 	})
-	t.Logf("node %s: %s=%s", apiNode, virtctl.AllocatableAnnotation, n.Annotations[virtctl.AllocatableAnnotation])
+	t.Logf("node %s: %s=%s", apiNode, virtcontroller.AllocatableAnnotation, n.Annotations[virtcontroller.AllocatableAnnotation])
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apiNS}}); err != nil {
 		t.Fatal(err)
@@ -191,8 +191,8 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	if vmi.Status.NodeName != apiNode {
 		t.Errorf("VMI status.nodeName %q, want %s", vmi.Status.NodeName, apiNode)
 	}
-	if l := vmi.Labels[virtctl.NodeNameLabel]; l != apiNode {
-		t.Errorf("VMI label %s=%q, want %s (set by the scheduler, as KubeVirt's virt-controller)", virtctl.NodeNameLabel, l, apiNode)
+	if l := vmi.Labels[virtcontroller.NodeNameLabel]; l != apiNode {
+		t.Errorf("VMI label %s=%q, want %s (set by the scheduler, as KubeVirt's virt-controller)", virtcontroller.NodeNameLabel, l, apiNode)
 	}
 	if !controllerutil.ContainsFinalizer(vmi, agent.Finalizer) {
 		t.Errorf("VMI finalizers %v, want the agent's %s", vmi.Finalizers, agent.Finalizer)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // Run runs the agent against the API server of cfg until ctx ends: a

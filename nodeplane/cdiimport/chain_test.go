@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // TestChain runs the whole storage chain with no stand-in (newChain: a

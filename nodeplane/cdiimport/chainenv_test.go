@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // chainControllers are the kube-controller-manager controllers the chain

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/importer"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // TestImport drives DataVolumes end to end through the real API server:

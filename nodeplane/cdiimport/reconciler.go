@@ -19,8 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/nodeplane/importer"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // ReasonImportFailed is the Running reason of a failure that carries no

@@ -17,11 +17,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // TestUploadChain runs a DataVolume upload end to end with no stand-in:
@@ -42,9 +42,9 @@ import (
 func TestUploadChain(t *testing.T) {
 	ch := newChain(t, &chainOptions{
 		controller: []func(ctrl.Manager) error{func(mgr ctrl.Manager) error {
-			uo := upload.DefaultOptions()
+			uo := uploadtoken.DefaultOptions()
 			uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
-			return upload.Setup(mgr, uo)
+			return uploadtoken.Setup(mgr, uo)
 		}},
 		agent: func(o *cdiimport.Options) {
 			uo := cdiupload.DefaultOptions(*o)

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/converge-dev/converge/datavolume"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // EnqueueSameName enqueues the object of the event's namespace/name: the

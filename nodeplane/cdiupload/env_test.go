@@ -25,7 +25,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/cdiupload"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 const (
@@ -37,7 +37,7 @@ type env struct {
 	c      client.Client
 	driver *hostpath.Driver
 	pool   hostpath.Pool
-	uo     upload.Options
+	uo     uploadtoken.Options
 }
 
 // newEnv starts an API server with the DataVolume and UploadTokenRequest
@@ -61,7 +61,7 @@ func newEnv(t *testing.T) *env {
 	ctrl.SetLogger(testr.New(t))
 	e := &env{c: c}
 	e.driver, e.pool = storagetest.StartDriver(t, node, "local")
-	e.uo = upload.DefaultOptions()
+	e.uo = uploadtoken.DefaultOptions()
 	e.uo.CRDPoll, e.uo.SkipNameValidation = 100*time.Millisecond, true
 	vol := cdiimport.DefaultOptions()
 	vol.NodeName, vol.Pools = node, []hostpath.Pool{e.pool}
@@ -70,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
 	o.Log = testr.New(t)
 	controlplane.RunManagerForTest(t, cp, scheme,
-		func(mgr ctrl.Manager) error { return upload.Setup(mgr, e.uo) },
+		func(mgr ctrl.Manager) error { return uploadtoken.Setup(mgr, e.uo) },
 		func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, o) })
 	return e
 }

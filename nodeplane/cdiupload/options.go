@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // Options configure the upload server of one node.
@@ -45,7 +45,7 @@ type Options struct {
 func DefaultOptions(vol cdiimport.Options) Options {
 	return Options{
 		Volumes:      vol,
-		PublicKeys:   upload.DefaultOptions().PublicKeys,
+		PublicKeys:   uploadtoken.DefaultOptions().PublicKeys,
 		BindAddress:  ":8187",
 		CertLifetime: 365 * 24 * time.Hour,
 		CRDPoll:      5 * time.Second,

@@ -18,11 +18,11 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdiimport"
 	"github.com/converge-dev/converge/nodeplane/importer"
 	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
-	"github.com/converge-dev/converge/upload"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // ReasonUploadFailed is the Running/Ready reason of an upload failure
@@ -138,18 +138,18 @@ func (s *Server) authorize(r *http.Request) (types.NamespacedName, target, error
 		return none, target{}, refuse(http.StatusUnauthorized, "expected header Authorization: Bearer <upload token> (from an UploadTokenRequest)")
 	}
 	ctx := r.Context()
-	keys, err := upload.PublicKeys(ctx, s.r, s.opts.PublicKeys)
+	keys, err := uploadtoken.PublicKeys(ctx, s.r, s.opts.PublicKeys)
 	if err != nil {
 		return none, target{}, refuse(http.StatusServiceUnavailable, "cannot verify upload tokens yet: %v", err)
 	}
-	c, err := upload.Verify(strings.TrimSpace(tok), keys, time.Now())
+	c, err := uploadtoken.Verify(strings.TrimSpace(tok), keys, time.Now())
 	if err != nil {
 		return none, target{}, refuse(http.StatusUnauthorized, "upload token refused: %v", err)
 	}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-	if c.Operation != upload.OperationUpload || c.Resource != upload.PVCResource {
+	if c.Operation != uploadtoken.OperationUpload || c.Resource != uploadtoken.PVCResource {
 		return none, target{}, refuse(http.StatusForbidden, "token for %s: operation %q on %s, expected %q on persistentvolumeclaims",
-			key, c.Operation, c.Resource.Resource, upload.OperationUpload)
+			key, c.Operation, c.Resource.Resource, uploadtoken.OperationUpload)
 	}
 	dv := &cdiv1.DataVolume{}
 	if err := s.r.Get(ctx, key, dv); err != nil {

@@ -20,7 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/virtctl"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 // NodeOptions configure the agent's Node registration (the heartbeat
@@ -139,19 +139,19 @@ func RegisterNode(ctx context.Context, c client.Client, opts NodeOptions) error 
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"labels": map[string]string{
-			virtctl.AgentLabel:         "true",
+			virtcontroller.AgentLabel:  "true",
 			kubevirtv1.NodeSchedulable: "true",
 		},
 		"annotations": map[string]string{
-			virtctl.AllocatableAnnotation:   string(allocJSON),
-			kubevirtv1.VirtHandlerHeartbeat: now().UTC().Format(time.RFC3339),
+			virtcontroller.AllocatableAnnotation: string(allocJSON),
+			kubevirtv1.VirtHandlerHeartbeat:      now().UTC().Format(time.RFC3339),
 		},
 	}})
 	if err != nil {
 		return fmt.Errorf("Node %s: %w", opts.Name, err)
 	}
 	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("Node %s: writing label %s and annotation %s: %w", opts.Name, virtctl.AgentLabel, virtctl.AllocatableAnnotation, err)
+		return fmt.Errorf("Node %s: writing label %s and annotation %s: %w", opts.Name, virtcontroller.AgentLabel, virtcontroller.AllocatableAnnotation, err)
 	}
 	if node.Status.NodeInfo.KubeletVersion != "" {
 		return nil // a kubelet owns the Node's readiness

@@ -15,7 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/virtctl"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 func meminfo(t *testing.T, content string) string {
@@ -88,12 +88,12 @@ func TestRegisterNode(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Name: "reg-node"}, n); err != nil {
 		t.Fatalf("Node not registered: %v", err)
 	}
-	if n.Labels[virtctl.AgentLabel] != "true" || n.Labels[kubevirtv1.NodeSchedulable] != "true" {
-		t.Errorf("labels %v, want %s=true and %s=true", n.Labels, virtctl.AgentLabel, kubevirtv1.NodeSchedulable)
+	if n.Labels[virtcontroller.AgentLabel] != "true" || n.Labels[kubevirtv1.NodeSchedulable] != "true" {
+		t.Errorf("labels %v, want %s=true and %s=true", n.Labels, virtcontroller.AgentLabel, kubevirtv1.NodeSchedulable)
 	}
 	var alloc corev1.ResourceList
-	if err := json.Unmarshal([]byte(n.Annotations[virtctl.AllocatableAnnotation]), &alloc); err != nil {
-		t.Fatalf("annotation %s=%q: %v", virtctl.AllocatableAnnotation, n.Annotations[virtctl.AllocatableAnnotation], err)
+	if err := json.Unmarshal([]byte(n.Annotations[virtcontroller.AllocatableAnnotation]), &alloc); err != nil {
+		t.Fatalf("annotation %s=%q: %v", virtcontroller.AllocatableAnnotation, n.Annotations[virtcontroller.AllocatableAnnotation], err)
 	}
 	if m := alloc[corev1.ResourceMemory]; m.Cmp(resource.MustParse("1536Mi")) != 0 {
 		t.Errorf("allocatable memory %s, want 1536Mi", m.String())
@@ -119,7 +119,7 @@ func TestRegisterNode(t *testing.T) {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		q := resource.MustParse(tc.mem)
 		vmi.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
-		d := virtctl.Schedule(vmi, virtctl.Requests(vmi, nil), []corev1.Node{*n}, nil)
+		d := virtcontroller.Schedule(vmi, virtcontroller.Requests(vmi, nil), []corev1.Node{*n}, nil)
 		if (d.Node == "reg-node") != tc.fits {
 			t.Errorf("VMI of %s on the registered node: %+v, want fits=%t", tc.mem, d, tc.fits)
 		}
@@ -138,7 +138,7 @@ func TestRegisterNode(t *testing.T) {
 	if err := e.c.Get(ctx, types.NamespacedName{Name: "reg-node"}, n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Labels["team"] != "a" || n.Labels[virtctl.AgentLabel] != "true" {
+	if n.Labels["team"] != "a" || n.Labels[virtcontroller.AgentLabel] != "true" {
 		t.Errorf("labels after re-registration %v", n.Labels)
 	}
 	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "team" {

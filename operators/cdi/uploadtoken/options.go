@@ -1,0 +1,50 @@
+package uploadtoken
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Options configure the Issuer. Use DefaultOptions and change fields.
+type Options struct {
+	// KeySecret is the Secret holding the signing key (PrivateKeyField).
+	KeySecret types.NamespacedName
+	// PublicKeys is the ConfigMap where verifiers read the public keys
+	// (PublicKeysField); node agents need get on it.
+	PublicKeys types.NamespacedName
+	// TokenLifetime is how long an issued token is valid.
+	TokenLifetime time.Duration
+	// GCAfterExpiry is how long a request is kept after its token expired
+	// before the Issuer deletes it.
+	GCAfterExpiry time.Duration
+	// CRDPoll is how often Setup checks whether the UploadTokenRequest CRD
+	// is installed yet.
+	CRDPoll time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// SkipNameValidation lets several managers in one process register the
+	// controller; for tests.
+	SkipNameValidation bool
+}
+
+// DefaultOptions gives the Secret converge-system/converge-upload-token-key,
+// the ConfigMap converge-system/converge-upload-token-public-keys, tokens
+// valid 5 minutes (CDI's cdi-apiserver default), requests deleted 1 minute
+// after their token expires, CRDPoll 5 s.
+func DefaultOptions() Options {
+	return Options{
+		KeySecret:     types.NamespacedName{Namespace: "converge-system", Name: "converge-upload-token-key"},
+		PublicKeys:    types.NamespacedName{Namespace: "converge-system", Name: "converge-upload-token-public-keys"},
+		TokenLifetime: 5 * time.Minute,
+		GCAfterExpiry: time.Minute,
+		CRDPoll:       5 * time.Second,
+	}
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,42 @@
+// Package virtctl is converge's virt-controller role: it runs in
+// converge-controller next to syncctl and drives the kubevirt.io/v1
+// VirtualMachine and VirtualMachineInstance objects the node agent
+// (converge-node vm, nodeplane/vm/agent) runs.
+//
+//   - VMReconciler turns a VirtualMachine into a VirtualMachineInstance per
+//     spec.runStrategy (or the legacy spec.running) and writes the VM's
+//     status (printableStatus, ready, created, conditions), after KubeVirt
+//     pkg/virt-controller/watch/vm/vm.go.
+//   - SchedulerReconciler gives each new VMI (phase "" or Pending, no
+//     status.nodeName) a node among the nodes labelled AgentLabel, honouring
+//     spec.nodeSelector, required node affinity, tolerations against
+//     NoSchedule/NoExecute taints, and CPU, memory and bridge resource
+//     requests against the node's allocatable minus the VMIs already placed
+//     there (Schedule, pure). A Multus network requires its
+//     NetworkAttachmentDefinition's resourceName, or, without one,
+//     bridge.network.kubevirt.io/<bridge> of a bridge plugin (NADResource;
+//     upstream requires the annotation). A VMI nothing can take stays Pending with
+//     condition PodScheduled=False, reason Unschedulable and a
+//     kube-scheduler-style message. Binding sets the label NodeNameLabel
+//     (kubevirt.io/nodeName) to the node before status.nodeName, as
+//     KubeVirt's virt-controller does; the agent watches on that label.
+//   - NodeHealthReconciler is KubeVirt's node controller: when an agent's
+//     kubevirt.io/heartbeat is older than Options.HeartbeatTimeout (5 min)
+//     or its Node is gone, the Node is labelled kubevirt.io/schedulable=false
+//     (the scheduler skips it), the VMIs on it are Failed with reason
+//     NodeUnresponsive, and their finalizer is released once they are
+//     deleted, so a runStrategy Always VM starts again on another node.
+//
+// The node agent's contract: it labels its Node AgentLabel=true and
+// kubevirt.io/schedulable=true and renews kubevirt.io/heartbeat; it
+// reports what the node offers VMs in the annotation AllocatableAnnotation
+// (JSON resource list; it overrides status.allocatable, which a kubelet
+// owns) or, on a node without a kubelet, in status.allocatable;
+// bridge.network.kubevirt.io/<bridge> comes from status.allocatable (the
+// bridge-marker writes it). Taints count as for pods: a node still tainted
+// node.kubernetes.io/not-ready (NoSchedule) takes no VMI. The agent runs
+// the VMIs whose status.nodeName is its node once their phase is
+// Scheduled, and writes status.phase (Scheduled → Running →
+// Succeeded/Failed) and the Ready condition, which the VM's status.ready,
+// Ready condition and printableStatus follow.
+package virtcontroller
