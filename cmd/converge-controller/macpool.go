@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/converge-dev/converge/internal/crdwait"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // macPoolFlags configure the MAC pool.
@@ -52,7 +52,7 @@ func nacExists(ctx context.Context, c client.Reader) bool {
 // MutatingWebhookConfiguration (caBundle from certs, or nil for an
 // externally managed certificate) and then checks the range every
 // f.recheck, giving errRangeChanged when it moved.
-func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.Endpoint, certs *webhookcert.Manager) error {
+func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.Endpoint, certs *webhook.Manager) error {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return err

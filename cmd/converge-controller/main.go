@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/metrics"
@@ -46,6 +46,7 @@ import (
 	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
@@ -53,7 +54,6 @@ import (
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // webhookFlags configure the hco-webhook.
@@ -173,17 +173,17 @@ func run() error {
 		wh.enabled = false
 	}
 	restCfg := ctrl.GetConfigOrDie()
-	var certs *webhookcert.Manager
-	var whServer webhook.Server
+	var certs *webhook.Manager
+	var whServer ctrlwebhook.Server
 	if wh.enabled {
-		whOpts := webhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: []func(*tls.Config){disableHTTP2}}
+		whOpts := ctrlwebhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: []func(*tls.Config){disableHTTP2}}
 		if wh.certDir == "" {
 			if certs, err = newCertManager(restCfg, wh, mp.enabled, vmValidation); err != nil {
 				return err
 			}
 			whOpts.TLSOpts = append(whOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
 		}
-		whServer = webhook.NewServer(whOpts)
+		whServer = ctrlwebhook.NewServer(whOpts)
 	}
 	scheme, err := newScheme()
 	if err != nil {
@@ -313,7 +313,7 @@ func newScheme() (*runtime.Scheme, error) {
 // certificates do (with several such Syncs, the last rendered wins), and
 // the CRD conversion webhook gets its caBundle after each of their syncs
 // (the first creates the CRD; a later one may re-create it).
-func wireCertificate(r *synccontroller.Reconciler, certs *webhookcert.Manager) {
+func wireCertificate(r *synccontroller.Reconciler, certs *webhook.Manager) {
 	r.OnSynced = func(s *v1alpha1.Sync, _ *reconciler.Result, _ error) {
 		if s.Spec.Target == nil {
 			certs.Trigger()
@@ -372,7 +372,7 @@ func disableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 // hco-webhook's configuration and CRD, and into the MAC pool's and the VM
 // validation webhook's configurations when macPool and vmValidation say
 // they are served.
-func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation bool) (*webhookcert.Manager, error) {
+func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation bool) (*webhook.Manager, error) {
 	hosts, err := wh.hosts()
 	if err != nil {
 		return nil, err
@@ -381,17 +381,17 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation boo
 	if err != nil {
 		return nil, err
 	}
-	targets := []webhookcert.Target{
-		{Kind: webhookcert.ValidatingWebhook, Name: hcowebhook.ConfigurationName},
-		{Kind: webhookcert.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
+	targets := []webhook.Target{
+		{Kind: webhook.ValidatingWebhook, Name: hcowebhook.ConfigurationName},
+		{Kind: webhook.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
 	}
 	if macPool {
-		targets = append(targets, webhookcert.Target{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName})
+		targets = append(targets, webhook.Target{Kind: webhook.MutatingWebhook, Name: macpool.ConfigurationName})
 	}
 	if vmValidation {
-		targets = append(targets, webhookcert.Target{Kind: webhookcert.ValidatingWebhook, Name: vmadmission.ConfigurationName})
+		targets = append(targets, webhook.Target{Kind: webhook.ValidatingWebhook, Name: vmadmission.ConfigurationName})
 	}
-	return webhookcert.New(c, webhookcert.Options{
+	return webhook.New(c, webhook.Options{
 		Secret:     types.NamespacedName{Namespace: wh.namespace(), Name: wh.secretName},
 		Hosts:      hosts,
 		Targets:    targets,
@@ -406,7 +406,7 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation boo
 // once the engine's CRDs are generated (the first render would otherwise
 // outlast the webhook timeout) and the certificate is served; a failed
 // registration is retried every 5s.
-func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep hcowebhook.Endpoint, certs *webhookcert.Manager,
+func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep hcowebhook.Endpoint, certs *webhook.Manager,
 	facts func(context.Context) (map[string]any, error)) error {
 	hcowebhook.Register(mgr.GetWebhookServer(), &hcowebhook.Validator{Engine: engine, Facts: facts})
 	hcowebhook.RegisterConversion(mgr.GetWebhookServer(), &hcowebhook.Converter{Engine: engine})

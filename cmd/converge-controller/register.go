@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // registerRetry is how long a failed webhook registration waits before it
@@ -21,7 +21,7 @@ const registerRetry = 5 * time.Second
 // every registerRetry), then triggers certs so the CA is injected again
 // should it have rotated meanwhile, and logs "<what> registered". It gives
 // false when ctx ended first.
-func registerWebhook(ctx context.Context, log logr.Logger, what string, certs *webhookcert.Manager, apply func(ctx context.Context, caBundle []byte) error) bool {
+func registerWebhook(ctx context.Context, log logr.Logger, what string, certs *webhook.Manager, apply func(ctx context.Context, caBundle []byte) error) bool {
 	var caBundle []byte
 	if certs != nil {
 		select {

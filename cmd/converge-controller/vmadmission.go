@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/converge-dev/converge/internal/crdwait"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // setupVMValidation serves vmadmission on mgr's webhook server at once
@@ -27,7 +27,7 @@ import (
 // the ValidatingWebhookConfiguration converge-vm-validator, retrying every
 // 5s. Registering only once the CRDs exist keeps failurePolicy Fail from
 // blocking anything before converge installs KubeVirt.
-func setupVMValidation(mgr manager.Manager, crdPoll time.Duration, ep hcowebhook.Endpoint, certs *webhookcert.Manager) error {
+func setupVMValidation(mgr manager.Manager, crdPoll time.Duration, ep hcowebhook.Endpoint, certs *webhook.Manager) error {
 	vmadmission.Register(mgr.GetWebhookServer())
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // ServingCert is an agent's serving certificate: self-signed (a one-off CA
@@ -32,11 +32,11 @@ type ServingCert struct {
 // Agents make one at every start, so a restart re-publishes a new
 // fingerprint. Errors start "<Name> serving certificate: ".
 func (s Service) NewServingCert(hosts []string, now time.Time, lifetime time.Duration) (*ServingCert, error) {
-	ca, err := webhookcert.IssueCA("converge-node-"+s.Name+"-ca", now, lifetime)
+	ca, err := webhook.IssueCA("converge-node-"+s.Name+"-ca", now, lifetime)
 	if err != nil {
 		return nil, fmt.Errorf("%s serving certificate: %w", s.Name, err)
 	}
-	kp, err := webhookcert.IssueServing(ca, hosts, now, lifetime)
+	kp, err := webhook.IssueServing(ca, hosts, now, lifetime)
 	if err != nil {
 		return nil, fmt.Errorf("%s serving certificate: %w", s.Name, err)
 	}

@@ -11,16 +11,16 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // Start creates a webhookcert Manager on c with opts, runs it until t's
 // cleanup and waits up to 30 s for its first serving certificate, failing
 // t when New refuses opts or no certificate comes. It gives the running
 // Manager (its GetCertificate serves the webhook's TLS).
-func Start(t testing.TB, c client.Client, opts webhookcert.Options) *webhookcert.Manager {
+func Start(t testing.TB, c client.Client, opts webhook.Options) *webhook.Manager {
 	t.Helper()
-	certs, err := webhookcert.New(c, opts)
+	certs, err := webhook.New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // Lifetimes reads the certificate lifetimes of a rendered v1 HyperConverged
@@ -15,8 +15,8 @@ import (
 // certConfig, as HCO's operands' certificates do. Absent values keep the
 // HCO defaults (webhookcert.DefaultLifetimes); an unparsable or
 // inconsistent value is an error naming the field.
-func Lifetimes(hc *unstructured.Unstructured) (webhookcert.Lifetimes, error) {
-	l := webhookcert.DefaultLifetimes()
+func Lifetimes(hc *unstructured.Unstructured) (webhook.Lifetimes, error) {
+	l := webhook.DefaultLifetimes()
 	fields := []struct {
 		path []string
 		dst  *time.Duration

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 func TestLifetimes(t *testing.T) {
@@ -23,19 +23,19 @@ func TestLifetimes(t *testing.T) {
 	tests := []struct {
 		name    string
 		cc      map[string]any
-		want    webhookcert.Lifetimes
+		want    webhook.Lifetimes
 		wantErr string
 	}{
-		{"absent keeps HCO defaults", nil, webhookcert.DefaultLifetimes(), ""},
+		{"absent keeps HCO defaults", nil, webhook.DefaultLifetimes(), ""},
 		{"all set", map[string]any{
 			"ca":     map[string]any{"duration": "96h0m0s", "renewBefore": "48h0m0s"},
 			"server": map[string]any{"duration": "1h30m0s", "renewBefore": "30m"},
-		}, webhookcert.Lifetimes{CADuration: 96 * time.Hour, CARenewBefore: 48 * time.Hour,
+		}, webhook.Lifetimes{CADuration: 96 * time.Hour, CARenewBefore: 48 * time.Hour,
 			ServerDuration: 90 * time.Minute, ServerRenewBefore: 30 * time.Minute}, ""},
 		{"partly set", map[string]any{"server": map[string]any{"duration": "36h"}},
-			webhookcert.Lifetimes{CADuration: 48 * time.Hour, CARenewBefore: 24 * time.Hour,
+			webhook.Lifetimes{CADuration: 48 * time.Hour, CARenewBefore: 24 * time.Hour,
 				ServerDuration: 36 * time.Hour, ServerRenewBefore: 12 * time.Hour}, ""},
-		{"unparsable", map[string]any{"ca": map[string]any{"duration": "two days"}}, webhookcert.Lifetimes{},
+		{"unparsable", map[string]any{"ca": map[string]any{"duration": "two days"}}, webhook.Lifetimes{},
 			"spec.security.certConfig.ca.duration"},
 	}
 	for _, tt := range tests {

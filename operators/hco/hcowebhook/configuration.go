@@ -7,9 +7,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // Names and paths of the webhook, as HCO's CSV registers them
@@ -30,14 +30,14 @@ const (
 
 // Endpoint is where the API server reaches the webhook server (shared
 // with the MAC pool's webhook: webhookcert.Endpoint).
-type Endpoint = webhookcert.Endpoint
+type Endpoint = webhook.Endpoint
 
 // Register takes a controller-runtime webhook server and a Validator and
 // serves the Validator on both paths (HCO pkg/webhooks/setup.go
 // SetupWebhookWithManager).
-func Register(srv webhook.Server, v *Validator) {
-	srv.Register(V1Beta1Path, &webhook.Admission{Handler: v})
-	srv.Register(V1Path, &webhook.Admission{Handler: v})
+func Register(srv ctrlwebhook.Server, v *Validator) {
+	srv.Register(V1Beta1Path, &ctrlwebhook.Admission{Handler: v})
+	srv.Register(V1Path, &ctrlwebhook.Admission{Handler: v})
 }
 
 // Configuration takes the endpoint and a PEM CA bundle (nil leaves the
@@ -51,7 +51,7 @@ func Register(srv webhook.Server, v *Validator) {
 // allows without checks, so it is left out).
 func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
 	hook := func(name, version, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		return ep.ValidatingWebhook(webhookcert.ValidatingHook{Name: name, Path: path,
+		return ep.ValidatingWebhook(webhook.ValidatingHook{Name: name, Path: path,
 			Group: "hco.kubevirt.io", Version: version, Resource: "hyperconvergeds", MatchPolicy: admissionregistrationv1.Exact}, caBundle)
 	}
 	return acv1.ValidatingWebhookConfiguration(ConfigurationName).WithWebhooks(

@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // TestWebhookThroughAPIServer serves the Validator with a managed
@@ -50,16 +50,16 @@ func TestWebhookThroughAPIServer(t *testing.T) {
 	}
 
 	port := controlplane.FreePort(t)
-	certs, err := webhookcert.New(c, webhookcert.Options{
+	certs, err := webhook.New(c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhookcert.Target{{Kind: webhookcert.ValidatingWebhook, Name: hcowebhook.ConfigurationName}},
+		Targets: []webhook.Target{{Kind: webhook.ValidatingWebhook, Name: hcowebhook.ConfigurationName}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = certs.Start(ctx) }()
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})
 	hcowebhook.Register(srv, &hcowebhook.Validator{Engine: e, Facts: func(context.Context) (map[string]any, error) {
 		return map[string]any{"platform": "kubernetes", "workerNodes": 2}, nil

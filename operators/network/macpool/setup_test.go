@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/webhooktest"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // cluster is a real API server with a permissive kubevirt.io/v1
@@ -32,7 +32,7 @@ type cluster struct {
 	env    *controlplane.Env
 	c      client.Client
 	scheme *runtime.Scheme
-	certs  *webhookcert.Manager
+	certs  *webhook.Manager
 }
 
 const poolNS = "converge-system"
@@ -45,10 +45,10 @@ func startCluster(t testing.TB) *cluster {
 	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNS}}); err != nil {
 		t.Fatal(err)
 	}
-	certs := webhooktest.Start(t, c, webhookcert.Options{
+	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: poolNS, Name: "converge-macpool-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhookcert.Target{{Kind: webhookcert.MutatingWebhook, Name: macpool.ConfigurationName}},
+		Targets: []webhook.Target{{Kind: webhook.MutatingWebhook, Name: macpool.ConfigurationName}},
 		Resync:  time.Second,
 	})
 	return &cluster{env: env, c: c, scheme: scheme, certs: certs}
@@ -79,7 +79,7 @@ func (cl *cluster) startPool(t testing.TB, o macpool.Options) *instance {
 	errc := make(chan error, 1)
 	go func() { errc <- ctl.Start(ctx) }()
 	port := controlplane.FreePort(t)
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cl.certs.GetCertificate }}})
 	macpool.Register(srv, ctl)
 	go func() { _ = srv.Start(ctx) }()

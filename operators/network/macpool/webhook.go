@@ -11,10 +11,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // Names and path of the webhook (upstream kubemacpool registers
@@ -53,7 +53,7 @@ func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ct
 	default:
 		return ctrladmission.Errored(http.StatusServiceUnavailable, errors.New("the MAC pool is still loading"))
 	}
-	name := webhookcert.RequestName(req)
+	name := webhook.RequestName(req)
 	owner := req.Namespace + "/" + name
 	what := "VirtualMachine " + owner
 	obj := map[string]any{}
@@ -144,13 +144,13 @@ func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ct
 
 // Register takes a controller-runtime webhook server and serves the
 // Controller's Handle on Path.
-func Register(srv webhook.Server, ctl *Controller) {
-	srv.Register(Path, &webhook.Admission{Handler: ctl})
+func Register(srv ctrlwebhook.Server, ctl *Controller) {
+	srv.Register(Path, &ctrlwebhook.Admission{Handler: ctl})
 }
 
 // Endpoint is where the API server reaches the webhook server, as for the
 // hco-webhook.
-type Endpoint = webhookcert.Endpoint
+type Endpoint = webhook.Endpoint
 
 // Configuration takes the endpoint and a PEM CA bundle (nil leaves it to
 // webhookcert's injection) and gives the MutatingWebhookConfiguration

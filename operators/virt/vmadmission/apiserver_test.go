@@ -13,13 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/webhooktest"
+	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
-	"github.com/converge-dev/converge/webhookcert"
 )
 
 // object decodes one of the JSON documents of check_test.go.
@@ -52,14 +52,14 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	certs := webhooktest.Start(t, c, webhookcert.Options{
+	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: "converge-system", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhookcert.Target{{Kind: webhookcert.ValidatingWebhook, Name: vmadmission.ConfigurationName}},
+		Targets: []webhook.Target{{Kind: webhook.ValidatingWebhook, Name: vmadmission.ConfigurationName}},
 		Resync:  time.Second,
 	})
 	port := controlplane.FreePort(t)
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})
 	vmadmission.Register(srv)
 	go func() { _ = srv.Start(ctx) }()

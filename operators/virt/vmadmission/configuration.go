@@ -7,9 +7,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // Names and paths of the webhooks. The paths are virt-api's
@@ -32,13 +32,13 @@ const (
 
 // Endpoint is where the API server reaches the webhook server, shared
 // with the hco-webhook and the MAC pool (webhookcert.Endpoint).
-type Endpoint = webhookcert.Endpoint
+type Endpoint = webhook.Endpoint
 
 // Register takes a controller-runtime webhook server and serves a
 // Validator on both paths.
-func Register(srv webhook.Server) {
-	srv.Register(VirtualMachinePath, &webhook.Admission{Handler: Validator{}})
-	srv.Register(VirtualMachineInstancePath, &webhook.Admission{Handler: Validator{}})
+func Register(srv ctrlwebhook.Server) {
+	srv.Register(VirtualMachinePath, &ctrlwebhook.Admission{Handler: Validator{}})
+	srv.Register(VirtualMachineInstancePath, &ctrlwebhook.Admission{Handler: Validator{}})
 }
 
 // Configuration takes the endpoint and a PEM CA bundle (nil leaves it to
@@ -52,7 +52,7 @@ func Register(srv webhook.Server) {
 // admissionReviewVersions [v1].
 func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
 	hook := func(name, resource, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		return ep.ValidatingWebhook(webhookcert.ValidatingHook{Name: name, Path: path,
+		return ep.ValidatingWebhook(webhook.ValidatingHook{Name: name, Path: path,
 			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}, caBundle)
 	}
 	return acv1.ValidatingWebhookConfiguration(ConfigurationName).WithWebhooks(

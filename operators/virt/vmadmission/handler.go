@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 	admissionv1 "k8s.io/api/admission/v1"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -33,7 +33,7 @@ func (Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmiss
 		return ctrladmission.Allowed("")
 	}
 	kind := req.Kind.Kind
-	name := webhookcert.RequestName(req)
+	name := webhook.RequestName(req)
 	what := kind + " " + req.Namespace + "/" + name
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		same, err := sameSpec(kind, req.OldObject.Raw, req.Object.Raw)

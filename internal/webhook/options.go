@@ -12,7 +12,7 @@
 // renewal and the CA overlap in the bundle KubeVirt
 // pkg/virt-operator/resource/generate/components/secrets.go
 // (NextRotationDeadline, MergeCABundle).
-package webhookcert
+package webhook
 
 import (
 	"fmt"

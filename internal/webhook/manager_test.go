@@ -1,4 +1,4 @@
-package webhookcert_test
+package webhook_test
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 // TestManagerRotatesAndInjects runs a Manager with lifetimes of seconds
@@ -48,15 +48,15 @@ func TestManagerRotatesAndInjects(t *testing.T) {
 		}
 	}
 	secret := types.NamespacedName{Namespace: "default", Name: "webhook-cert"}
-	m, err := webhookcert.New(c, webhookcert.Options{
+	m, err := webhook.New(c, webhook.Options{
 		Secret: secret,
 		Hosts:  []string{"127.0.0.1"},
-		Targets: []webhookcert.Target{
-			{Kind: webhookcert.ValidatingWebhook, Name: vwc.Name},
-			{Kind: webhookcert.MutatingWebhook, Name: mwc.Name},
-			{Kind: webhookcert.CRDConversion, Name: crd.Name},
+		Targets: []webhook.Target{
+			{Kind: webhook.ValidatingWebhook, Name: vwc.Name},
+			{Kind: webhook.MutatingWebhook, Name: mwc.Name},
+			{Kind: webhook.CRDConversion, Name: crd.Name},
 		},
-		Lifetimes: webhookcert.Lifetimes{CADuration: 8 * time.Second, CARenewBefore: 4 * time.Second, ServerDuration: 4 * time.Second, ServerRenewBefore: 2 * time.Second},
+		Lifetimes: webhook.Lifetimes{CADuration: 8 * time.Second, CARenewBefore: 4 * time.Second, ServerDuration: 4 * time.Second, ServerRenewBefore: 2 * time.Second},
 		Resync:    time.Second,
 	})
 	if err != nil {
@@ -112,37 +112,37 @@ func TestManagerRotatesAndInjects(t *testing.T) {
 
 // TestManagerRejectsBadOptions: options that cannot work fail at New.
 func TestManagerRejectsBadOptions(t *testing.T) {
-	good := webhookcert.Options{Secret: types.NamespacedName{Namespace: "ns", Name: "s"}, Hosts: []string{"h"}}
+	good := webhook.Options{Secret: types.NamespacedName{Namespace: "ns", Name: "s"}, Hosts: []string{"h"}}
 	for _, c := range []struct {
 		name   string
-		mutate func(*webhookcert.Options)
+		mutate func(*webhook.Options)
 	}{
-		{"no Secret namespace", func(o *webhookcert.Options) { o.Secret.Namespace = "" }},
-		{"no hosts", func(o *webhookcert.Options) { o.Hosts = nil }},
-		{"renewBefore longer than duration", func(o *webhookcert.Options) {
-			o.Lifetimes = webhookcert.DefaultLifetimes()
+		{"no Secret namespace", func(o *webhook.Options) { o.Secret.Namespace = "" }},
+		{"no hosts", func(o *webhook.Options) { o.Hosts = nil }},
+		{"renewBefore longer than duration", func(o *webhook.Options) {
+			o.Lifetimes = webhook.DefaultLifetimes()
 			o.Lifetimes.CARenewBefore = 72 * time.Hour
 		}},
 	} {
 		o := good
 		c.mutate(&o)
-		if _, err := webhookcert.New(nil, o); err == nil {
+		if _, err := webhook.New(nil, o); err == nil {
 			t.Errorf("%s: New succeeded", c.name)
 		}
 	}
-	if _, err := webhookcert.New(nil, good); err != nil {
+	if _, err := webhook.New(nil, good); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
 }
 
 // startServer serves /allow (admits everything) with m's certificate.
-func startServer(t *testing.T, ctx context.Context, port int, m *webhookcert.Manager) {
+func startServer(t *testing.T, ctx context.Context, port int, m *webhook.Manager) {
 	t.Helper()
-	srv := webhook.NewServer(webhook.Options{
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
 		Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = m.GetCertificate }},
 	})
-	srv.Register("/allow", &webhook.Admission{Handler: admission.HandlerFunc(
+	srv.Register("/allow", &ctrlwebhook.Admission{Handler: admission.HandlerFunc(
 		func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
 	go func() { _ = srv.Start(ctx) }()
 }
@@ -259,7 +259,7 @@ func secretCA(t *testing.T, c client.Client, key types.NamespacedName) *x509.Cer
 	if err := c.Get(context.Background(), key, s); err != nil {
 		t.Fatal(err)
 	}
-	certs, err := cert.ParseCertsPEM(s.Data[webhookcert.CACertKey])
+	certs, err := cert.ParseCertsPEM(s.Data[webhook.CACertKey])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package webhookcert
+package webhook
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package webhookcert
+package webhook
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"

@@ -1,4 +1,4 @@
-package webhookcert_test
+package webhook_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/converge-dev/converge/webhookcert"
+	"github.com/converge-dev/converge/internal/webhook"
 )
 
 func TestRequestName(t *testing.T) {
@@ -19,7 +19,7 @@ func TestRequestName(t *testing.T) {
 		{"", `not json`, "*"},
 	} {
 		req := ctrladmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Name: c.name, Object: runtime.RawExtension{Raw: []byte(c.raw)}}}
-		if got := webhookcert.RequestName(req); got != c.want {
+		if got := webhook.RequestName(req); got != c.want {
 			t.Errorf("RequestName(name %q, %s) = %q, want %q", c.name, c.raw, got, c.want)
 		}
 	}
