@@ -68,8 +68,8 @@ bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./operators/network/macpool/
-	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/netattach/
-	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/importer/
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/network/netattach/
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 

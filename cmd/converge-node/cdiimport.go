@@ -9,8 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/converge-dev/converge/nodeplane/cdiimport"
-	"github.com/converge-dev/converge/nodeplane/cdiupload"
+	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
+	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
@@ -22,8 +22,8 @@ func init() { subcommands = append(subcommands, newCDIImportCommand) }
 // the API server, with the node's upload server (nodeplane/cdiupload) in
 // the same process unless --upload-bind-address is empty.
 func newCDIImportCommand() *cobra.Command {
-	opts := cdiimport.DefaultOptions()
-	up := cdiupload.DefaultOptions(opts)
+	opts := importcontroller.DefaultOptions()
+	up := uploadserver.DefaultOptions(opts)
 	keysNamespace := up.PublicKeys.Namespace
 	var kubeconfig string
 	var pools []string
@@ -91,9 +91,9 @@ node. Needs qemu-img (Debian qemu-utils).`,
 				uo.Volumes = opts
 				uo.PublicKeys.Namespace = keysNamespace
 				uo.Log = log.WithName("cdi-upload")
-				opts.Setups = append(opts.Setups, func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, uo) })
+				opts.Setups = append(opts.Setups, func(mgr ctrl.Manager) error { return uploadserver.Setup(mgr, uo) })
 			}
-			return cdiimport.Run(cmd.Context(), cfg, opts)
+			return importcontroller.Run(cmd.Context(), cfg, opts)
 		},
 	}
 	f := cmd.Flags()

@@ -10,7 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/converge-dev/converge/nodeplane/cni"
+	"github.com/converge-dev/converge/nodeplane/network/bridgemarker"
+	"github.com/converge-dev/converge/nodeplane/network/cniplugins"
 )
 
 func init() {
@@ -20,7 +21,7 @@ func init() {
 // newCNIInstallCommand is `converge-node cni-install`: the
 // kube-cni-linux-bridge-plugin role.
 func newCNIInstallCommand() *cobra.Command {
-	o := cni.DefaultInstallOptions()
+	o := cniplugins.DefaultInstallOptions()
 	cmd := &cobra.Command{
 		Use:   "cni-install",
 		Short: "install the bridge, host-local and loopback CNI plugins into the node's CNI bin directory",
@@ -30,7 +31,7 @@ the installed plugin states another version. A broken source is refused before -
 touched. It prints one line per plugin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := cni.Install(cmd.Context(), o)
+			res, err := cniplugins.Install(cmd.Context(), o)
 			for _, r := range res {
 				switch {
 				case !r.Installed:
@@ -52,7 +53,7 @@ touched. It prints one line per plugin.`,
 
 // newBridgeMarkerCommand is `converge-node bridge-marker`.
 func newBridgeMarkerCommand() *cobra.Command {
-	o := cni.DefaultMarkerOptions()
+	o := bridgemarker.DefaultMarkerOptions()
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "bridge-marker",
@@ -71,7 +72,7 @@ func newBridgeMarkerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := cni.NewMarker(c, o)
+			m, err := bridgemarker.NewMarker(c, o)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/converge-dev/converge/nodeplane/importer"
+	"github.com/converge-dev/converge/nodeplane/cdi/importer"
 )
 
 func init() { subcommands = append(subcommands, newImportCommand) }

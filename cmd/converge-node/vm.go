@@ -29,7 +29,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/converge-dev/converge/nodeplane/netattach"
+	"github.com/converge-dev/converge/nodeplane/network/netattach"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"

@@ -20,8 +20,8 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
-	"github.com/converge-dev/converge/nodeplane/cdiimport"
-	"github.com/converge-dev/converge/nodeplane/cdiupload"
+	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
+	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
@@ -56,13 +56,13 @@ func TestImageUpload(t *testing.T) {
 	driver, pool := storagetest.StartDriver(t, "node-a", "local")
 	uo := uploadtoken.DefaultOptions()
 	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
-	vol := cdiimport.DefaultOptions()
+	vol := importcontroller.DefaultOptions()
 	vol.NodeName, vol.Pools = "node-a", []hostpath.Pool{pool}
-	o := cdiupload.DefaultOptions(vol)
+	o := uploadserver.DefaultOptions(vol)
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
 	mctx := controlplane.RunManagerForTest(t, cp, uploadScheme,
 		func(mgr ctrl.Manager) error { return uploadtoken.Setup(mgr, uo) },
-		func(mgr ctrl.Manager) error { return cdiupload.Setup(mgr, o) })
+		func(mgr ctrl.Manager) error { return uploadserver.Setup(mgr, o) })
 	go provisionUpload(t, mctx, c, driver, pool)
 
 	// a 4 MiB image with data in every other 64 KiB block, as qcow2

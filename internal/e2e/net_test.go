@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/converge-dev/converge/internal/testing/vmtest"
-	"github.com/converge-dev/converge/nodeplane/netattach"
+	"github.com/converge-dev/converge/nodeplane/network/netattach"
 )
 
 // The CNI network of TestGuestsPingOverCNIBridge: a bridge plugin config

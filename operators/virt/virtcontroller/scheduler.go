@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/netattach"
+	"github.com/converge-dev/converge/nodeplane/network/netattach"
 )
 
 // NADResourceAnnotation on a NetworkAttachmentDefinition names the device

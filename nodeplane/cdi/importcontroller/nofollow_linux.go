@@ -1,0 +1,6 @@
+package importcontroller
+
+import "syscall"
+
+// syscallNoFollow refuses to open a disk image that is a symlink.
+const syscallNoFollow = syscall.O_NOFOLLOW
