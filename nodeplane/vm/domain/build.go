@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // Build translates a VMI into the libvirt domain that runs it on this node.
@@ -69,7 +71,7 @@ func (b *builder) build() *libvirtxml.Domain {
 		OnCrash:    "destroy",
 		Devices:    &libvirtxml.DomainDeviceList{Emulator: b.opts.Emulator},
 	}
-	if vmi.Annotations[RunStrategyAnnotation] == string(kubevirtv1.RunStrategyOnce) {
+	if vmi.Annotations[v1alpha1.RunStrategyAnnotation] == string(kubevirtv1.RunStrategyOnce) {
 		d.OnReboot = "destroy"
 	}
 	if t := d.CPU.Topology; t != nil {

@@ -21,7 +21,7 @@
 //   - acpi and apic on; clock UTC;
 //   - on_poweroff destroy (the VMI Succeeds), on_crash destroy (the VMI
 //     Fails), on_reboot restart, or destroy when the owning VM's runStrategy
-//     is Once (RunStrategyAnnotation);
+//     is Once (v1alpha1.RunStrategyAnnotation);
 //   - disks: raw images or block devices, from hostDisk paths or from PVCs
 //     through Options.ResolvePVC, with user aliases "ua-<disk name>";
 //   - interfaces: bridge binding only, to the bridge Options.ResolveBridge
