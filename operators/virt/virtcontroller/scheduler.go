@@ -18,17 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/nodeplane/network/netattach"
 )
-
-// NADResourceAnnotation on a NetworkAttachmentDefinition names the device
-// plugin resource a pod (here: a VMI) on that network needs, e.g.
-// bridge.network.kubevirt.io/br0 (Multus; CNAO's bridge-marker reports it).
-const NADResourceAnnotation = "k8s.v1.cni.cncf.io/resourceName"
-
-// DefaultCNIBridge is the bridge plugin's bridge when its configuration
-// names none (containernetworking/plugins bridge: defaultBrName).
-const DefaultCNIBridge = "cni0"
 
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
@@ -216,40 +206,6 @@ func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv
 		}
 	}
 	return out, nil
-}
-
-// NADResource takes a NetworkAttachmentDefinition and gives the node
-// resource a VMI on it needs: its NADResourceAnnotation; else, for a CNI
-// configuration (spec.config, parsed as multus does by
-// netattach.ParseConfig) whose first plugin is of type bridge,
-// v1alpha1.BridgeResourcePrefix + its bridge (DefaultCNIBridge when unset); else
-// "" (nothing to require, also for an empty spec.config, which multus
-// takes from a file on the node). The error names the definition whose
-// spec.config does not parse.
-func NADResource(nad *unstructured.Unstructured) (corev1.ResourceName, error) {
-	if res := nad.GetAnnotations()[NADResourceAnnotation]; res != "" {
-		return corev1.ResourceName(res), nil
-	}
-	id := "NetworkAttachmentDefinition " + nad.GetNamespace() + "/" + nad.GetName()
-	config, _, err := unstructured.NestedString(nad.Object, "spec", "config")
-	if err != nil {
-		return "", fmt.Errorf("%s: spec.config: %w", id, err)
-	}
-	if config == "" { // multus then reads a file on the node: nothing to infer
-		return "", nil
-	}
-	_, pc, err := netattach.ParseConfig(nad.GetName(), []byte(config))
-	if err != nil {
-		return "", fmt.Errorf("%s: spec.config: %w", id, err)
-	}
-	if pc.Type != "bridge" {
-		return "", nil
-	}
-	bridge := pc.Bridge
-	if bridge == "" {
-		bridge = DefaultCNIBridge
-	}
-	return corev1.ResourceName(v1alpha1.BridgeResourcePrefix + bridge), nil
 }
 
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable
