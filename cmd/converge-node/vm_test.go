@@ -19,13 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 const vmiFile = `apiVersion: kubevirt.io/v1
@@ -178,10 +178,10 @@ func TestVMCommandAPI(t *testing.T) {
 	n := &corev1.Node{}
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		alive()
-		return c.Get(ctx, client.ObjectKey{Name: "n1"}, n) == nil && n.Labels[virtcontroller.AgentLabel] == "true"
+		return c.Get(ctx, client.ObjectKey{Name: "n1"}, n) == nil && n.Labels[v1alpha1.AgentLabel] == "true"
 	})
-	if n.Annotations[virtcontroller.AllocatableAnnotation] == "" {
-		t.Errorf("Node n1 has no %s annotation", virtcontroller.AllocatableAnnotation)
+	if n.Annotations[v1alpha1.AllocatableAnnotation] == "" {
+		t.Errorf("Node n1 has no %s annotation", v1alpha1.AllocatableAnnotation)
 	}
 	// The console server publishes where it listens and its certificate.
 	controlplane.Eventually(t, 30*time.Second, func() bool {

@@ -27,6 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
@@ -161,10 +162,10 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	n := &corev1.Node{}
 	waitFor(t, "the Node "+apiNode+" registered by the agent", 60*time.Second, func() bool {
 		agentProc.running(t)
-		return c.Get(ctx, types.NamespacedName{Name: apiNode}, n) == nil && n.Labels[virtcontroller.AgentLabel] == "true" &&
-			n.Annotations[virtcontroller.AllocatableAnnotation] != ""
+		return c.Get(ctx, types.NamespacedName{Name: apiNode}, n) == nil && n.Labels[v1alpha1.AgentLabel] == "true" &&
+			n.Annotations[v1alpha1.AllocatableAnnotation] != ""
 	})
-	t.Logf("node %s: %s=%s", apiNode, virtcontroller.AllocatableAnnotation, n.Annotations[virtcontroller.AllocatableAnnotation])
+	t.Logf("node %s: %s=%s", apiNode, v1alpha1.AllocatableAnnotation, n.Annotations[v1alpha1.AllocatableAnnotation])
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apiNS}}); err != nil {
 		t.Fatal(err)

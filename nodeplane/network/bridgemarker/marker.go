@@ -1,7 +1,8 @@
 // Package bridgemarker is the node role cluster-network-addons-operator
 // gives bridge-marker: a Marker publishes the node's Linux bridges as
-// extended resources bridge.network.kubevirt.io/<bridge> on its Node
-// (`converge-node bridge-marker`), which the VMI scheduler counts.
+// extended resources bridge.network.kubevirt.io/<bridge>
+// (v1alpha1.BridgeResourcePrefix) on its Node (`converge-node
+// bridge-marker`), which the VMI scheduler counts.
 package bridgemarker
 
 import (
@@ -19,11 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-)
 
-// ResourcePrefix is the extended resource name prefix of a node's
-// bridges: bridge.network.kubevirt.io/<bridge> (upstream bridge-marker).
-const ResourcePrefix = "bridge.network.kubevirt.io/"
+	"github.com/converge-dev/converge/api/v1alpha1"
+)
 
 // BridgeCapacity is the capacity each bridge is published with, as
 // upstream bridge-marker (pkg/marker: 1000 attachments per bridge).
@@ -196,13 +195,13 @@ func (m *Marker) Sync(ctx context.Context, h *netlink.Handle) ([]string, error) 
 	}
 	want := map[corev1.ResourceName]bool{}
 	for _, b := range bridges {
-		want[corev1.ResourceName(ResourcePrefix+b)] = true
+		want[corev1.ResourceName(v1alpha1.BridgeResourcePrefix+b)] = true
 	}
 	capacity := *resource.NewQuantity(BridgeCapacity, resource.DecimalSI)
 	changes := map[string]any{}
 	for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
 		for name := range list {
-			if strings.HasPrefix(string(name), ResourcePrefix) && !want[name] {
+			if strings.HasPrefix(string(name), v1alpha1.BridgeResourcePrefix) && !want[name] {
 				changes[string(name)] = nil
 			}
 		}

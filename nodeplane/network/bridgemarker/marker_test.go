@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/nodeplane/network/bridgemarker"
 )
@@ -66,9 +67,9 @@ func bridgeResources(t *testing.T, c client.Client, node string) []string {
 	}
 	var out []string
 	for name, q := range n.Status.Capacity {
-		if strings.HasPrefix(string(name), bridgemarker.ResourcePrefix) {
+		if strings.HasPrefix(string(name), v1alpha1.BridgeResourcePrefix) {
 			a := n.Status.Allocatable[name]
-			out = append(out, fmt.Sprintf("%s=%s/%s", strings.TrimPrefix(string(name), bridgemarker.ResourcePrefix), q.String(), a.String()))
+			out = append(out, fmt.Sprintf("%s=%s/%s", strings.TrimPrefix(string(name), v1alpha1.BridgeResourcePrefix), q.String(), a.String()))
 		}
 	}
 	slices.Sort(out)
@@ -98,7 +99,7 @@ func TestMarkerFollowsBridges(t *testing.T) {
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	node.Status.Capacity = corev1.ResourceList{"cpu": *resourceQ("2"), bridgemarker.ResourcePrefix + "stale": *resourceQ("1k")}
+	node.Status.Capacity = corev1.ResourceList{"cpu": *resourceQ("2"), v1alpha1.BridgeResourcePrefix + "stale": *resourceQ("1k")}
 	node.Status.Allocatable = node.Status.Capacity
 	if err := c.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)

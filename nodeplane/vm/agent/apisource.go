@@ -60,8 +60,9 @@ func DefaultAPIOptions(node string) APIOptions {
 }
 
 // NodeNameLabel is the label naming a VMI's node, kubevirt.io/nodeName
-// (kubevirtv1.NodeNameLabel), which the scheduler (virtctl) sets before it
-// writes status.nodeName, as KubeVirt's virt-controller does.
+// (kubevirtv1.NodeNameLabel), which the VMI scheduler (converge's
+// virt-controller role) sets before it writes status.nodeName, as
+// KubeVirt's virt-controller does.
 const NodeNameLabel = kubevirtv1.NodeNameLabel
 
 // APISource is the Source of `converge-node vm --kubeconfig`:

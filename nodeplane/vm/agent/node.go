@@ -20,7 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // NodeOptions configure the agent's Node registration (the heartbeat
@@ -110,10 +110,10 @@ func memTotal(path string) (int64, error) {
 // RegisterNode makes the Node opts.Name a VM node, once: it creates the
 // Node when absent (as a kubelet registers itself; converge-node vm also
 // runs on hosts without a kubelet, such as the tests'), then merge-patches
-// its metadata with the label virtctl.AgentLabel=true, KubeVirt's label
+// its metadata with the label v1alpha1.AgentLabel=true, KubeVirt's label
 // kubevirt.io/schedulable=true, the annotation
-// virtctl.AllocatableAnnotation = HostAllocatable as a JSON resource list
-// (the format virtctl's scheduler reads) and KubeVirt's heartbeat
+// v1alpha1.AllocatableAnnotation = HostAllocatable as a JSON resource list
+// (the format the virt-controller's VMI scheduler reads) and KubeVirt's heartbeat
 // annotation kubevirt.io/heartbeat = now (RFC 3339), as virt-handler's
 // heartbeat does (pkg/virt-handler/heartbeat). Labels, annotations and
 // taints set by others are kept. On a Node no kubelet runs (status.nodeInfo
@@ -139,19 +139,19 @@ func RegisterNode(ctx context.Context, c client.Client, opts NodeOptions) error 
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"labels": map[string]string{
-			virtcontroller.AgentLabel:  "true",
+			v1alpha1.AgentLabel:        "true",
 			kubevirtv1.NodeSchedulable: "true",
 		},
 		"annotations": map[string]string{
-			virtcontroller.AllocatableAnnotation: string(allocJSON),
-			kubevirtv1.VirtHandlerHeartbeat:      now().UTC().Format(time.RFC3339),
+			v1alpha1.AllocatableAnnotation:  string(allocJSON),
+			kubevirtv1.VirtHandlerHeartbeat: now().UTC().Format(time.RFC3339),
 		},
 	}})
 	if err != nil {
 		return fmt.Errorf("Node %s: %w", opts.Name, err)
 	}
 	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("Node %s: writing label %s and annotation %s: %w", opts.Name, virtcontroller.AgentLabel, virtcontroller.AllocatableAnnotation, err)
+		return fmt.Errorf("Node %s: writing label %s and annotation %s: %w", opts.Name, v1alpha1.AgentLabel, v1alpha1.AllocatableAnnotation, err)
 	}
 	if node.Status.NodeInfo.KubeletVersion != "" {
 		return nil // a kubelet owns the Node's readiness

@@ -10,12 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/api/vmisupport"
 )
 
 // Build translates a VMI into the libvirt domain that runs it on this node.
 // It refuses, rather than approximates: every field the support table
-// rejects or does not know, and every supported field with a value converge
-// cannot honour, is reported, all at once, as FieldErrors wrapped as
+// (vmisupport.CheckSpec) rejects or does not know, and every supported
+// field with a value converge cannot honour, is reported, all at once, as
+// vmisupport.FieldErrors wrapped as
 // "VirtualMachineInstance <namespace>/<name>: <path>: <reason>; …". Build
 // reads no files and calls libvirt nowhere; volumes and bridges come from
 // the resolvers in opts. The result marshals with (*libvirtxml.Domain).Marshal.
@@ -29,10 +33,10 @@ func Build(vmi *kubevirtv1.VirtualMachineInstance, opts Options) (*libvirtxml.Do
 	default:
 		return nil, fmt.Errorf("VirtualMachineInstance %s: domain type %q: expected qemu, kvm or test", id, opts.DomainType)
 	}
-	b := &builder{vmi: vmi, opts: opts, errs: CheckSpec(&vmi.Spec)}
+	b := &builder{vmi: vmi, opts: opts, errs: vmisupport.CheckSpec(&vmi.Spec)}
 	d := b.build()
 	if len(b.errs) > 0 {
-		return nil, fmt.Errorf("VirtualMachineInstance %s: %w", id, b.errs.sorted())
+		return nil, fmt.Errorf("VirtualMachineInstance %s: %w", id, b.errs.Sorted())
 	}
 	return d, nil
 }
@@ -40,19 +44,19 @@ func Build(vmi *kubevirtv1.VirtualMachineInstance, opts Options) (*libvirtxml.Do
 type builder struct {
 	vmi  *kubevirtv1.VirtualMachineInstance
 	opts Options
-	errs FieldErrors
+	errs vmisupport.FieldErrors
 }
 
 func (b *builder) build() *libvirtxml.Domain {
 	vmi, spec := b.vmi, &b.vmi.Spec
 	if vmi.Namespace == "" {
-		b.errs.add("metadata.namespace", "required")
+		b.errs.Add("metadata.namespace", "required")
 	}
 	if vmi.Name == "" {
-		b.errs.add("metadata.name", "required")
+		b.errs.Add("metadata.name", "required")
 	}
 	if spec.Architecture != "" && spec.Architecture != "amd64" {
-		b.errs.add("spec.architecture", "%q: only amd64 is supported", spec.Architecture)
+		b.errs.Add("spec.architecture", "%q: only amd64 is supported", spec.Architecture)
 	}
 	d := &libvirtxml.Domain{
 		Type:       b.opts.DomainType,
@@ -69,7 +73,7 @@ func (b *builder) build() *libvirtxml.Domain {
 		OnCrash:    "destroy",
 		Devices:    &libvirtxml.DomainDeviceList{Emulator: b.opts.Emulator},
 	}
-	if vmi.Annotations[RunStrategyAnnotation] == string(kubevirtv1.RunStrategyOnce) {
+	if vmi.Annotations[v1alpha1.RunStrategyAnnotation] == string(kubevirtv1.RunStrategyOnce) {
 		d.OnReboot = "destroy"
 	}
 	if t := d.CPU.Topology; t != nil {
@@ -77,7 +81,7 @@ func (b *builder) build() *libvirtxml.Domain {
 	}
 	md, err := Metadata{Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID)}.marshal()
 	if err != nil {
-		b.errs.add("metadata", "cannot encode domain metadata: %v", err)
+		b.errs.Add("metadata", "cannot encode domain metadata: %v", err)
 	}
 	d.Metadata = md
 	if fw := spec.Domain.Firmware; fw != nil && fw.Serial != "" {
@@ -110,7 +114,7 @@ func (b *builder) uuid() string {
 		return string(fw.UUID)
 	}
 	if b.vmi.UID == "" {
-		b.errs.add("metadata.uid", "empty: the API server sets it (or set spec.domain.firmware.uuid)")
+		b.errs.Add("metadata.uid", "empty: the API server sets it (or set spec.domain.firmware.uuid)")
 	}
 	return string(b.vmi.UID)
 }
@@ -126,12 +130,12 @@ func (b *builder) memory() *libvirtxml.DomainMemory {
 		path, q = "spec.domain.resources.requests.memory", &r
 	}
 	if q == nil {
-		b.errs.add("spec.domain.memory.guest", "guest memory is required: set memory.guest or resources.requests.memory")
+		b.errs.Add("spec.domain.memory.guest", "guest memory is required: set memory.guest or resources.requests.memory")
 		return nil
 	}
 	kib := (q.Value() + 1023) / 1024
 	if kib <= 0 {
-		b.errs.add(path, "%s: must be positive", q.String())
+		b.errs.Add(path, "%s: must be positive", q.String())
 		return nil
 	}
 	return &libvirtxml.DomainMemory{Value: uint(kib), Unit: "KiB"}
@@ -140,7 +144,7 @@ func (b *builder) memory() *libvirtxml.DomainMemory {
 func (b *builder) checkResourceNames(path string, rl corev1.ResourceList) {
 	for name := range rl {
 		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-			b.errs.add(fmt.Sprintf("%s[%s]", path, name), "only cpu and memory are supported")
+			b.errs.Add(fmt.Sprintf("%s[%s]", path, name), "only cpu and memory are supported")
 		}
 	}
 }
@@ -164,7 +168,7 @@ func (b *builder) cpu() *libvirtxml.DomainCPU {
 	switch c.Model {
 	case kubevirtv1.CPUModeHostModel, kubevirtv1.CPUModeHostPassthrough:
 		if b.opts.DomainType != "kvm" {
-			b.errs.add("spec.domain.cpu.model", "%s needs domain type kvm and this node runs domain type %s: use a named model such as qemu64, or leave it unset", c.Model, b.opts.DomainType)
+			b.errs.Add("spec.domain.cpu.model", "%s needs domain type kvm and this node runs domain type %s: use a named model such as qemu64, or leave it unset", c.Model, b.opts.DomainType)
 		}
 		out.Mode = c.Model
 	default:
@@ -203,7 +207,7 @@ func (b *builder) os() *libvirtxml.DomainOS {
 	if bl := fw.Bootloader; bl != nil {
 		switch {
 		case bl.BIOS != nil && bl.EFI != nil:
-			b.errs.add("spec.domain.firmware.bootloader", "set bios or efi, not both")
+			b.errs.Add("spec.domain.firmware.bootloader", "set bios or efi, not both")
 		case bl.BIOS != nil:
 			if bl.BIOS.UseSerial != nil && *bl.BIOS.UseSerial {
 				os.BIOS = &libvirtxml.DomainBIOS{UseSerial: "yes"}
@@ -224,7 +228,7 @@ func (b *builder) os() *libvirtxml.DomainOS {
 		const p = "spec.domain.firmware.kernelBoot"
 		if kb.Container == nil {
 			if kb.KernelArgs != "" {
-				b.errs.add(p+".kernelArgs", "needs kernelBoot.container (as in KubeVirt)")
+				b.errs.Add(p+".kernelArgs", "needs kernelBoot.container (as in KubeVirt)")
 			}
 			return os
 		}
@@ -233,7 +237,7 @@ func (b *builder) os() *libvirtxml.DomainOS {
 			return os
 		}
 		if kb.Container.KernelPath == "" {
-			b.errs.add(p+".container.kernelPath", "required: the kernel's path inside %s", kb.Container.Image)
+			b.errs.Add(p+".container.kernelPath", "required: the kernel's path inside %s", kb.Container.Image)
 		} else {
 			os.Kernel = b.inside(p+".container.kernelPath", dir, kb.Container.KernelPath)
 		}
@@ -251,11 +255,11 @@ func (b *builder) kernelDir(image string) (string, bool) {
 	const p = "spec.domain.firmware.kernelBoot.container.image"
 	u, err := url.Parse(image)
 	if err != nil || u.Scheme != "file" {
-		b.errs.add(p, "%q: pulling kernel images is not supported by converge: use file:///absolute/dir/on/the/node", image)
+		b.errs.Add(p, "%q: pulling kernel images is not supported by converge: use file:///absolute/dir/on/the/node", image)
 		return "", false
 	}
 	if u.Host != "" || !filepath.IsAbs(u.Path) {
-		b.errs.add(p, "%q: expected file:///absolute/dir (no host part)", image)
+		b.errs.Add(p, "%q: expected file:///absolute/dir (no host part)", image)
 		return "", false
 	}
 	return filepath.Clean(u.Path), true
@@ -265,7 +269,7 @@ func (b *builder) kernelDir(image string) (string, bool) {
 func (b *builder) inside(path, dir, rel string) string {
 	full := filepath.Join(dir, rel)
 	if full != dir && !strings.HasPrefix(full, dir+string(filepath.Separator)) {
-		b.errs.add(path, "%q leaves the image directory %s", rel, dir)
+		b.errs.Add(path, "%q leaves the image directory %s", rel, dir)
 	}
 	return full
 }

@@ -31,11 +31,11 @@ func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
 		p := fmt.Sprintf("spec.domain.devices.disks[%d]", i)
 		j, ok := volumes[disk.Name]
 		if !ok {
-			b.errs.add(p+".name", "no volume named %q in spec.volumes", disk.Name)
+			b.errs.Add(p+".name", "no volume named %q in spec.volumes", disk.Name)
 			continue
 		}
 		if used[disk.Name] {
-			b.errs.add(p+".name", "volume %q is already used by another disk", disk.Name)
+			b.errs.Add(p+".name", "volume %q is already used by another disk", disk.Name)
 			continue
 		}
 		used[disk.Name] = true
@@ -47,7 +47,7 @@ func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
 			out.Device = "cdrom"
 			bus = b.bus(p+".cdrom.bus", disk.CDRom.Bus, cdromBuses)
 			if disk.CDRom.ReadOnly != nil && !*disk.CDRom.ReadOnly {
-				b.errs.add(p+".cdrom.readonly", "a cdrom is read-only")
+				b.errs.Add(p+".cdrom.readonly", "a cdrom is read-only")
 			}
 			readOnly = true
 		case disk.LUN != nil:
@@ -77,13 +77,13 @@ func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
 		case "", kubevirtv1.CacheNone, kubevirtv1.CacheWriteThrough, kubevirtv1.CacheWriteBack:
 			out.Driver.Cache = string(disk.Cache)
 		default:
-			b.errs.add(p+".cache", "%q: expected none, writethrough or writeback", disk.Cache)
+			b.errs.Add(p+".cache", "%q: expected none, writethrough or writeback", disk.Cache)
 		}
 		switch disk.IO {
 		case "", kubevirtv1.IONative, kubevirtv1.IOThreads:
 			out.Driver.IO = string(disk.IO)
 		default:
-			b.errs.add(p+".io", "%q: expected native or threads", disk.IO)
+			b.errs.Add(p+".io", "%q: expected native or threads", disk.IO)
 		}
 		if readOnly || ro {
 			out.ReadOnly = &libvirtxml.DomainDiskReadOnly{}
@@ -94,7 +94,7 @@ func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
 	}
 	for j, v := range spec.Volumes {
 		if !used[v.Name] {
-			b.errs.add(fmt.Sprintf("spec.volumes[%d].name", j), "volume %q is not used by any disk", v.Name)
+			b.errs.Add(fmt.Sprintf("spec.volumes[%d].name", j), "volume %q is not used by any disk", v.Name)
 		}
 	}
 }
@@ -107,27 +107,27 @@ func (b *builder) volumeSource(j int) (src DiskSource, readOnly, ok bool) {
 	switch {
 	case v.HostDisk != nil:
 		if v.HostDisk.Type != kubevirtv1.HostDiskExists {
-			b.errs.add(p+".hostDisk.type", "%q: only Disk (an existing image) is supported", v.HostDisk.Type)
+			b.errs.Add(p+".hostDisk.type", "%q: only Disk (an existing image) is supported", v.HostDisk.Type)
 			return src, false, false
 		}
 		if !filepath.IsAbs(v.HostDisk.Path) {
-			b.errs.add(p+".hostDisk.path", "%q: must be absolute", v.HostDisk.Path)
+			b.errs.Add(p+".hostDisk.path", "%q: must be absolute", v.HostDisk.Path)
 			return src, false, false
 		}
 		return DiskSource{Path: filepath.Clean(v.HostDisk.Path)}, false, true
 	case v.PersistentVolumeClaim != nil:
 		claim := v.PersistentVolumeClaim.ClaimName
 		if b.opts.ResolvePVC == nil {
-			b.errs.add(p+".persistentVolumeClaim", "claim %q: this node has no PVC resolver", claim)
+			b.errs.Add(p+".persistentVolumeClaim", "claim %q: this node has no PVC resolver", claim)
 			return src, false, false
 		}
 		src, err := b.opts.ResolvePVC(b.vmi.Namespace, claim)
 		if err != nil {
-			b.errs.add(p+".persistentVolumeClaim", "claim %q: %v", claim, err)
+			b.errs.Add(p+".persistentVolumeClaim", "claim %q: %v", claim, err)
 			return src, false, false
 		}
 		if !filepath.IsAbs(src.Path) {
-			b.errs.add(p+".persistentVolumeClaim", "claim %q: resolver gave %q, expected an absolute path", claim, src.Path)
+			b.errs.Add(p+".persistentVolumeClaim", "claim %q: resolver gave %q, expected an absolute path", claim, src.Path)
 			return src, false, false
 		}
 		return src, v.PersistentVolumeClaim.ReadOnly, true
@@ -135,7 +135,7 @@ func (b *builder) volumeSource(j int) (src DiskSource, readOnly, ok bool) {
 	if hasSource(v) {
 		return src, false, false // a rejected source, already reported
 	}
-	b.errs.add(p, "volume %q has no source: expected hostDisk or persistentVolumeClaim", v.Name)
+	b.errs.Add(p, "volume %q has no source: expected hostDisk or persistentVolumeClaim", v.Name)
 	return src, false, false
 }
 
@@ -158,7 +158,7 @@ func (b *builder) bus(path string, bus kubevirtv1.DiskBus, allowed []kubevirtv1.
 	for i, a := range allowed {
 		names[i] = string(a)
 	}
-	b.errs.add(path, "%q: expected %s", bus, strings.Join(names, " or "))
+	b.errs.Add(path, "%q: expected %s", bus, strings.Join(names, " or "))
 	return allowed[0]
 }
 
@@ -167,7 +167,7 @@ func (b *builder) bootOrder(path string, order *uint) *libvirtxml.DomainDeviceBo
 		return nil
 	}
 	if *order == 0 {
-		b.errs.add(path, "must be 1 or more")
+		b.errs.Add(path, "must be 1 or more")
 		return nil
 	}
 	return &libvirtxml.DomainDeviceBoot{Order: *order}
@@ -188,7 +188,7 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 	spec := &b.vmi.Spec
 	ifaces := spec.Domain.Devices.Interfaces
 	if a := spec.Domain.Devices.AutoattachPodInterface; a != nil && *a && len(ifaces) == 0 {
-		b.errs.add("spec.domain.devices.autoattachPodInterface", "only false is supported: converge never adds a NIC the spec does not list, so declare the interface and its network")
+		b.errs.Add("spec.domain.devices.autoattachPodInterface", "only false is supported: converge never adds a NIC the spec does not list, so declare the interface and its network")
 	}
 	networks := map[string]int{}
 	for j, n := range spec.Networks {
@@ -199,20 +199,20 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 		p := fmt.Sprintf("spec.domain.devices.interfaces[%d]", i)
 		j, ok := networks[iface.Name]
 		if !ok {
-			b.errs.add(p+".name", "no network named %q in spec.networks", iface.Name)
+			b.errs.Add(p+".name", "no network named %q in spec.networks", iface.Name)
 			continue
 		}
 		used[iface.Name] = true
 		if iface.Bridge == nil {
 			if iface.InterfaceBindingMethod == (kubevirtv1.InterfaceBindingMethod{}) && iface.Binding == nil {
-				b.errs.add(p, "no binding: set bridge: {}")
+				b.errs.Add(p, "no binding: set bridge: {}")
 			}
 			continue // other bindings are rejected by the support table
 		}
 		network := spec.Networks[j]
 		np := fmt.Sprintf("spec.networks[%d]", j)
 		if network.Pod == nil && network.Multus == nil {
-			b.errs.add(np, "network %q has no source: expected pod or multus", network.Name)
+			b.errs.Add(np, "network %q has no source: expected pod or multus", network.Name)
 			continue
 		}
 		var src libvirtxml.DomainInterfaceSource
@@ -222,14 +222,14 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 		if b.opts.ResolveTap != nil {
 			var err error
 			if tap, isTap, err = b.opts.ResolveTap(b.vmi.Namespace, network); err != nil {
-				b.errs.add(np, "network %q: %v", network.Name, err)
+				b.errs.Add(np, "network %q: %v", network.Name, err)
 				continue
 			}
 		}
 		switch {
 		case isTap:
 			if tap.Name == "" || len(tap.Name) > 15 || strings.ContainsAny(tap.Name, "/ \t\n") {
-				b.errs.add(np, "network %q: tap name %q: expected 1 to 15 bytes without '/' or spaces", network.Name, tap.Name)
+				b.errs.Add(np, "network %q: tap name %q: expected 1 to 15 bytes without '/' or spaces", network.Name, tap.Name)
 				continue
 			}
 			src.Ethernet = &libvirtxml.DomainInterfaceSourceEthernet{}
@@ -238,12 +238,12 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 				mtu = &libvirtxml.DomainInterfaceMTU{Size: uint(tap.MTU)}
 			}
 		case b.opts.ResolveBridge == nil:
-			b.errs.add(np, "network %q: this node has no bridge resolver", network.Name)
+			b.errs.Add(np, "network %q: this node has no bridge resolver", network.Name)
 			continue
 		default:
 			bridge, err := b.opts.ResolveBridge(b.vmi.Namespace, network)
 			if err != nil {
-				b.errs.add(np, "network %q: %v", network.Name, err)
+				b.errs.Add(np, "network %q: %v", network.Name, err)
 				continue
 			}
 			src.Bridge = &libvirtxml.DomainInterfaceSourceBridge{Bridge: bridge}
@@ -252,13 +252,13 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 		if model == "" {
 			model = "virtio"
 		} else if !contains(nicModels, model) {
-			b.errs.add(p+".model", "%q: expected one of %s", model, strings.Join(nicModels, ", "))
+			b.errs.Add(p+".model", "%q: expected one of %s", model, strings.Join(nicModels, ", "))
 		}
 		mac := MAC(string(b.vmi.UID), iface.Name)
 		if iface.MacAddress != "" {
 			hw, err := net.ParseMAC(iface.MacAddress)
 			if err != nil || len(hw) != 6 {
-				b.errs.add(p+".macAddress", "%q: expected a 6-byte MAC such as 52:54:00:12:34:56", iface.MacAddress)
+				b.errs.Add(p+".macAddress", "%q: expected a 6-byte MAC such as 52:54:00:12:34:56", iface.MacAddress)
 			} else {
 				mac = hw.String()
 			}
@@ -275,7 +275,7 @@ func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 	}
 	for j, n := range spec.Networks {
 		if !used[n.Name] {
-			b.errs.add(fmt.Sprintf("spec.networks[%d].name", j), "network %q is not used by any interface", n.Name)
+			b.errs.Add(fmt.Sprintf("spec.networks[%d].name", j), "network %q is not used by any interface", n.Name)
 		}
 	}
 }
@@ -304,7 +304,7 @@ func (b *builder) console(devs *libvirtxml.DomainDeviceList) {
 	case wantLog && b.opts.SerialLogDir != "":
 		serial.Log = &libvirtxml.DomainChardevLog{File: filepath.Join(b.opts.SerialLogDir, SerialLogName(b.vmi.Namespace, b.vmi.Name)), Append: "on"}
 	case d.LogSerialConsole != nil && *d.LogSerialConsole:
-		b.errs.add("spec.domain.devices.logSerialConsole", "this node keeps no serial console log (the agent has no log directory)")
+		b.errs.Add("spec.domain.devices.logSerialConsole", "this node keeps no serial console log (the agent has no log directory)")
 	}
 	devs.Serials = []libvirtxml.DomainSerial{serial}
 	devs.Consoles = []libvirtxml.DomainConsole{{

@@ -21,7 +21,7 @@
 //   - acpi and apic on; clock UTC;
 //   - on_poweroff destroy (the VMI Succeeds), on_crash destroy (the VMI
 //     Fails), on_reboot restart, or destroy when the owning VM's runStrategy
-//     is Once (RunStrategyAnnotation);
+//     is Once (v1alpha1.RunStrategyAnnotation);
 //   - disks: raw images or block devices, from hostDisk paths or from PVCs
 //     through Options.ResolvePVC, with user aliases "ua-<disk name>";
 //   - interfaces: bridge binding only, to the bridge Options.ResolveBridge
@@ -32,188 +32,14 @@
 //
 // # Support table
 //
-// Every VMI spec field is supported, ignored (accepted, with no effect on
-// a converge node, for the reason given) or rejected. A field set in a VMI
-// that is rejected, or is missing from the table, makes Build fail with its
-// path, for example
+// Which VMI spec fields converge honours, ignores or refuses is the support
+// table of api/vmisupport (vmisupport.SupportTable, docs/vmi-support.md),
+// which the VM validation webhook (operators/virt/vmadmission) applies at
+// admission too. Build starts with vmisupport.CheckSpec, then checks the
+// values; every field it cannot honour is reported, all at once, as
+// vmisupport.FieldErrors, for example
 //
 //	VirtualMachineInstance default/vm1: spec.domain.devices.gpus: not supported by converge
 //
-// A VMI is never run differently from what it asks for. "[*]" is any list
-// index. SupportTable returns the same rows; the test keeps this comment in
-// step with it.
-//
-// BEGIN SUPPORT TABLE
-//
-//	spec                                                           supported
-//	spec.accessCredentials                                         rejected  no guest agent
-//	spec.affinity                                                  rejected  the scheduler has nodeSelector and tolerations only
-//	spec.architecture                                              supported amd64 only
-//	spec.dnsConfig                                                 ignored   converge runs no DHCP or DNS for VMs
-//	spec.dnsPolicy                                                 ignored   converge runs no DHCP or DNS for VMs
-//	spec.domain                                                    supported
-//	spec.domain.chassis                                            rejected
-//	spec.domain.clock                                              rejected  the guest clock is UTC
-//	spec.domain.cpu                                                supported
-//	spec.domain.cpu.cores                                          supported default 1
-//	spec.domain.cpu.dedicatedCpuPlacement                          rejected  no CPU pinning
-//	spec.domain.cpu.features                                       rejected
-//	spec.domain.cpu.isolateEmulatorThread                          rejected
-//	spec.domain.cpu.maxSockets                                     rejected  no CPU hotplug
-//	spec.domain.cpu.model                                          supported a named QEMU CPU model (mode=custom, fallback=forbid): host-model and host-passthrough are refused with domain type qemu (TCG), and unset means the hypervisor's default model
-//	spec.domain.cpu.numa                                           rejected
-//	spec.domain.cpu.realtime                                       rejected
-//	spec.domain.cpu.sockets                                        supported default 1
-//	spec.domain.cpu.threads                                        supported default 1
-//	spec.domain.devices                                            supported
-//	spec.domain.devices.autoattachGraphicsDevice                   ignored   converge domains are headless: use the serial console
-//	spec.domain.devices.autoattachInputDevice                      ignored   converge domains are headless
-//	spec.domain.devices.autoattachMemBalloon                       supported default true: a virtio balloon
-//	spec.domain.devices.autoattachPodInterface                     supported only false: converge never adds a NIC the spec does not list
-//	spec.domain.devices.autoattachSerialConsole                    supported default true: a pty serial console on ttyS0
-//	spec.domain.devices.autoattachVSOCK                            rejected
-//	spec.domain.devices.blockMultiQueue                            rejected
-//	spec.domain.devices.clientPassthrough                          rejected
-//	spec.domain.devices.disableHotplug                             ignored   converge has no hotplug
-//	spec.domain.devices.disks                                      supported
-//	spec.domain.devices.disks[*].blockSize                         rejected
-//	spec.domain.devices.disks[*].bootOrder                         supported
-//	spec.domain.devices.disks[*].cache                             supported none, writethrough or writeback (unset: libvirt's default)
-//	spec.domain.devices.disks[*].cdrom                             supported
-//	spec.domain.devices.disks[*].cdrom.bus                         supported sata (default)
-//	spec.domain.devices.disks[*].cdrom.readonly                    supported must be true (the default)
-//	spec.domain.devices.disks[*].cdrom.tray                        rejected
-//	spec.domain.devices.disks[*].dedicatedIOThread                 rejected
-//	spec.domain.devices.disks[*].disk                              supported the default device type
-//	spec.domain.devices.disks[*].disk.bus                          supported virtio (default) or sata
-//	spec.domain.devices.disks[*].disk.pciAddress                   rejected
-//	spec.domain.devices.disks[*].disk.readonly                     supported
-//	spec.domain.devices.disks[*].errorPolicy                       rejected
-//	spec.domain.devices.disks[*].io                                supported native or threads
-//	spec.domain.devices.disks[*].lun                               rejected  no SCSI passthrough
-//	spec.domain.devices.disks[*].name                              supported must name a volume
-//	spec.domain.devices.disks[*].serial                            supported
-//	spec.domain.devices.disks[*].shareable                         rejected
-//	spec.domain.devices.disks[*].tag                               rejected
-//	spec.domain.devices.downwardMetrics                            rejected
-//	spec.domain.devices.filesystems                                rejected
-//	spec.domain.devices.gpus                                       rejected
-//	spec.domain.devices.hostDevices                                rejected
-//	spec.domain.devices.inputs                                     rejected
-//	spec.domain.devices.interfaces                                 supported
-//	spec.domain.devices.interfaces[*].acpiIndex                    rejected
-//	spec.domain.devices.interfaces[*].binding                      rejected  no network binding plugins: use bridge
-//	spec.domain.devices.interfaces[*].bootOrder                    supported
-//	spec.domain.devices.interfaces[*].bridge                       supported the node's bridge for the network, from the agent's bridge resolver
-//	spec.domain.devices.interfaces[*].dhcpOptions                  rejected  converge runs no DHCP server for VMs
-//	spec.domain.devices.interfaces[*].macAddress                   supported default: 52:54:00 followed by 3 bytes derived from the VMI UID and the interface name
-//	spec.domain.devices.interfaces[*].macvtap                      rejected  use bridge
-//	spec.domain.devices.interfaces[*].masquerade                   rejected  masquerade (NAT) binding is not supported yet: use bridge
-//	spec.domain.devices.interfaces[*].model                        supported virtio (default), e1000, e1000e or rtl8139
-//	spec.domain.devices.interfaces[*].name                         supported must name a network
-//	spec.domain.devices.interfaces[*].passt                        rejected  use bridge
-//	spec.domain.devices.interfaces[*].pciAddress                   rejected
-//	spec.domain.devices.interfaces[*].ports                        ignored   ports only filter masquerade traffic in KubeVirt
-//	spec.domain.devices.interfaces[*].slirp                        rejected  use bridge
-//	spec.domain.devices.interfaces[*].sriov                        rejected  use bridge
-//	spec.domain.devices.interfaces[*].state                        rejected
-//	spec.domain.devices.interfaces[*].tag                          rejected
-//	spec.domain.devices.logSerialConsole                           supported default true when the agent has a log directory: the console is also written to <log dir>/<namespace>_<name>-serial.log
-//	spec.domain.devices.networkInterfaceMultiqueue                 rejected
-//	spec.domain.devices.panicDevices                               rejected
-//	spec.domain.devices.rng                                        supported virtio-rng fed from /dev/urandom
-//	spec.domain.devices.sound                                      rejected
-//	spec.domain.devices.tpm                                        rejected
-//	spec.domain.devices.useVirtioTransitional                      rejected
-//	spec.domain.devices.video                                      rejected
-//	spec.domain.devices.watchdog                                   rejected
-//	spec.domain.features                                           supported
-//	spec.domain.features.acpi                                      supported on unless enabled: false (graceful shutdown needs it)
-//	spec.domain.features.acpi.enabled                              supported
-//	spec.domain.features.apic                                      supported on unless enabled: false
-//	spec.domain.features.apic.enabled                              supported
-//	spec.domain.features.apic.endOfInterrupt                       rejected
-//	spec.domain.features.hyperv                                    rejected
-//	spec.domain.features.hypervPassthrough                         rejected
-//	spec.domain.features.kvm                                       rejected
-//	spec.domain.features.pvspinlock                                rejected
-//	spec.domain.features.smm                                       rejected  set implicitly by EFI secure boot
-//	spec.domain.firmware                                           supported
-//	spec.domain.firmware.acpi                                      rejected
-//	spec.domain.firmware.bootloader                                supported BIOS (SeaBIOS) when unset
-//	spec.domain.firmware.bootloader.bios                           supported
-//	spec.domain.firmware.bootloader.bios.useSerial                 supported
-//	spec.domain.firmware.bootloader.efi                            supported OVMF chosen by libvirt's firmware autoselection
-//	spec.domain.firmware.bootloader.efi.persistent                 rejected  no NVRAM persisted across VMIs
-//	spec.domain.firmware.bootloader.efi.secureBoot                 supported default true, as in KubeVirt, with SMM turned on
-//	spec.domain.firmware.kernelBoot                                supported direct kernel boot from files on the node
-//	spec.domain.firmware.kernelBoot.container                      supported
-//	spec.domain.firmware.kernelBoot.container.image                supported must be file:///absolute/dir on the node (no image is pulled), holding kernelPath and initrdPath
-//	spec.domain.firmware.kernelBoot.container.imagePullPolicy      ignored   no image is pulled
-//	spec.domain.firmware.kernelBoot.container.imagePullSecret      ignored   no image is pulled
-//	spec.domain.firmware.kernelBoot.container.initrdPath           supported
-//	spec.domain.firmware.kernelBoot.container.kernelPath           supported required
-//	spec.domain.firmware.kernelBoot.kernelArgs                     supported the kernel command line
-//	spec.domain.firmware.serial                                    supported SMBIOS system serial number
-//	spec.domain.firmware.uuid                                      supported the domain UUID, default metadata.uid
-//	spec.domain.ioThreads                                          rejected
-//	spec.domain.ioThreadsPolicy                                    rejected
-//	spec.domain.launchSecurity                                     rejected
-//	spec.domain.machine                                            supported
-//	spec.domain.machine.type                                       supported default q35
-//	spec.domain.memory                                             supported
-//	spec.domain.memory.guest                                       supported guest memory, default resources.requests.memory
-//	spec.domain.memory.hugepages                                   rejected
-//	spec.domain.memory.maxGuest                                    rejected  no memory hotplug
-//	spec.domain.resources                                          supported
-//	spec.domain.resources.limits                                   supported cpu and memory only: cpu (rounded up) is the vCPU count when spec.domain.cpu has no topology, as in KubeVirt, and memory is not enforced
-//	spec.domain.resources.overcommitGuestOverhead                  ignored   converge does not reserve QEMU overhead separately
-//	spec.domain.resources.requests                                 supported cpu and memory only: used by the scheduler, and memory is the guest memory when memory.guest is unset
-//	spec.evictionStrategy                                          ignored   no live migration: a drained node stops its VMs
-//	spec.hostname                                                  ignored   converge runs no DHCP or DNS for VMs
-//	spec.livenessProbe                                             rejected  converge runs no probes
-//	spec.networks                                                  supported
-//	spec.networks[*].multus                                        supported a NetworkAttachmentDefinition's bridge, from the agent's bridge resolver
-//	spec.networks[*].multus.default                                supported
-//	spec.networks[*].multus.networkName                            supported
-//	spec.networks[*].name                                          supported must be used by one interface
-//	spec.networks[*].pod                                           supported the node's default VM bridge, from the agent's bridge resolver
-//	spec.networks[*].pod.vmIPv6NetworkCIDR                         ignored   masquerade only
-//	spec.networks[*].pod.vmNetworkCIDR                             ignored   masquerade only
-//	spec.nodeSelector                                              supported by the scheduler
-//	spec.priorityClassName                                         ignored   no preemption
-//	spec.readinessProbe                                            rejected  converge runs no probes: Ready means the domain runs
-//	spec.resourceClaims                                            rejected
-//	spec.schedulerName                                             ignored   converge schedules every VMI
-//	spec.startStrategy                                             rejected
-//	spec.subdomain                                                 ignored   converge runs no DHCP or DNS for VMs
-//	spec.terminationGracePeriodSeconds                             supported by the agent: ACPI shutdown, then destroy after this many seconds (default 30)
-//	spec.tolerations                                               supported by the scheduler
-//	spec.topologySpreadConstraints                                 rejected  the scheduler has nodeSelector and tolerations only
-//	spec.volumes                                                   supported
-//	spec.volumes[*].cloudInitConfigDrive                           rejected
-//	spec.volumes[*].cloudInitNoCloud                               rejected  not supported yet (it needs a generated NoCloud ISO): use a disk image with its own configuration
-//	spec.volumes[*].configMap                                      rejected
-//	spec.volumes[*].containerDisk                                  rejected  converge nodes run no container images: use hostDisk or persistentVolumeClaim
-//	spec.volumes[*].dataVolume                                     rejected  no CDI on converge nodes: use persistentVolumeClaim
-//	spec.volumes[*].downwardAPI                                    rejected
-//	spec.volumes[*].downwardMetrics                                rejected
-//	spec.volumes[*].emptyDisk                                      rejected
-//	spec.volumes[*].ephemeral                                      rejected
-//	spec.volumes[*].hostDisk                                       supported a raw image (or block device) on the node
-//	spec.volumes[*].hostDisk.capacity                              ignored   only used by DiskOrCreate
-//	spec.volumes[*].hostDisk.path                                  supported absolute
-//	spec.volumes[*].hostDisk.shared                                rejected
-//	spec.volumes[*].hostDisk.type                                  supported Disk only (DiskOrCreate is refused: the agent does not create images yet)
-//	spec.volumes[*].memoryDump                                     rejected
-//	spec.volumes[*].name                                           supported must be used by one disk
-//	spec.volumes[*].persistentVolumeClaim                          supported a raw disk.img (filesystem PVC) or a block device, located by the agent's PVC resolver
-//	spec.volumes[*].persistentVolumeClaim.claimName                supported
-//	spec.volumes[*].persistentVolumeClaim.hotpluggable             rejected  converge has no hotplug
-//	spec.volumes[*].persistentVolumeClaim.readOnly                 supported
-//	spec.volumes[*].secret                                         rejected
-//	spec.volumes[*].serviceAccount                                 rejected
-//	spec.volumes[*].sysprep                                        rejected
-//
-// END SUPPORT TABLE
+// A VMI is never run differently from what it asks for.
 package domain

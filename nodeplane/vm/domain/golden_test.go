@@ -13,6 +13,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/converge-dev/converge/api/vmisupport"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
 
@@ -90,7 +91,7 @@ func TestBuildGolden(t *testing.T) {
 				if err == nil {
 					t.Fatalf("Build succeeded; expected an error")
 				}
-				var fe domain.FieldErrors
+				var fe vmisupport.FieldErrors
 				if !errors.As(err, &fe) || len(fe) == 0 {
 					t.Errorf("error %v does not wrap FieldErrors", err)
 				}
@@ -130,37 +131,4 @@ func compareGolden(t *testing.T, path string, got []byte) {
 		})
 		t.Errorf("%s differs (UPDATE_GOLDEN=1 rewrites it):\n%s", path, diff)
 	}
-}
-
-// TestSupportTableInDoc keeps the package comment's table in step with
-// SupportTable (UPDATE_GOLDEN=1 rewrites the comment).
-func TestSupportTableInDoc(t *testing.T) {
-	var rows strings.Builder
-	rows.WriteString("//\n") // gofmt's blank line around a code block
-	for _, f := range domain.SupportTable() {
-		line := fmt.Sprintf("//	%-62s %-9s %s", f.Path, f.Support, f.Note)
-		rows.WriteString(strings.TrimRight(line, " ") + "\n")
-	}
-	rows.WriteString("//\n")
-	raw, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const begin, end = "// BEGIN SUPPORT TABLE\n", "// END SUPPORT TABLE\n"
-	i, j := bytes.Index(raw, []byte(begin)), bytes.Index(raw, []byte(end))
-	if i < 0 || j < i {
-		t.Fatalf("doc.go: missing %q … %q markers", begin, end)
-	}
-	current := string(raw[i+len(begin) : j])
-	if current == rows.String() {
-		return
-	}
-	if *update {
-		out := string(raw[:i+len(begin)]) + rows.String() + string(raw[j:])
-		if err := os.WriteFile("doc.go", []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("doc.go's support table is out of date; run UPDATE_GOLDEN=1 go test ./nodeplane/vm/domain")
 }

@@ -59,10 +59,3 @@ func DefaultOptions() Options {
 		MachineType: "q35",
 	}
 }
-
-// RunStrategyAnnotation on a VMI carries the runStrategy of the
-// VirtualMachine that owns it (converge's virt-controller role sets it;
-// KubeVirt's VMI has no such field). With "Once" a guest reboot ends the
-// VMI (on_reboot=destroy, phase Succeeded); otherwise a reboot stays inside
-// the same VMI (on_reboot=restart), as in KubeVirt.
-const RunStrategyAnnotation = "vm.converge.dev/run-strategy"

@@ -1,18 +1,18 @@
-// Package virtctl is converge's virt-controller role: it runs in
-// converge-controller next to syncctl and drives the kubevirt.io/v1
-// VirtualMachine and VirtualMachineInstance objects the node agent
-// (converge-node vm, nodeplane/vm/agent) runs.
+// Package virtcontroller is converge's virt-controller role: it runs in
+// converge-controller next to the Sync controller (gitops/synccontroller)
+// and drives the kubevirt.io/v1 VirtualMachine and VirtualMachineInstance
+// objects the node agent (converge-node vm, nodeplane/vm/agent) runs.
 //
 //   - VMReconciler turns a VirtualMachine into a VirtualMachineInstance per
 //     spec.runStrategy (or the legacy spec.running) and writes the VM's
 //     status (printableStatus, ready, created, conditions), after KubeVirt
 //     pkg/virt-controller/watch/vm/vm.go.
 //   - SchedulerReconciler gives each new VMI (phase "" or Pending, no
-//     status.nodeName) a node among the nodes labelled AgentLabel, honouring
-//     spec.nodeSelector, required node affinity, tolerations against
-//     NoSchedule/NoExecute taints, and CPU, memory and bridge resource
-//     requests against the node's allocatable minus the VMIs already placed
-//     there (Schedule, pure). A Multus network requires its
+//     status.nodeName) a node among the nodes labelled
+//     v1alpha1.AgentLabel, honouring spec.nodeSelector, required node
+//     affinity, tolerations against NoSchedule/NoExecute taints, and CPU,
+//     memory and bridge resource requests against the node's allocatable
+//     minus the VMIs already placed there (Schedule, pure). A Multus network requires its
 //     NetworkAttachmentDefinition's resourceName, or, without one,
 //     bridge.network.kubevirt.io/<bridge> of a bridge plugin (NADResource;
 //     upstream requires the annotation). A VMI nothing can take stays Pending with
@@ -27,16 +27,20 @@
 //     NodeUnresponsive, and their finalizer is released once they are
 //     deleted, so a runStrategy Always VM starts again on another node.
 //
-// The node agent's contract: it labels its Node AgentLabel=true and
-// kubevirt.io/schedulable=true and renews kubevirt.io/heartbeat; it
-// reports what the node offers VMs in the annotation AllocatableAnnotation
-// (JSON resource list; it overrides status.allocatable, which a kubelet
-// owns) or, on a node without a kubelet, in status.allocatable;
-// bridge.network.kubevirt.io/<bridge> comes from status.allocatable (the
-// bridge-marker writes it). Taints count as for pods: a node still tainted
-// node.kubernetes.io/not-ready (NoSchedule) takes no VMI. The agent runs
-// the VMIs whose status.nodeName is its node once their phase is
-// Scheduled, and writes status.phase (Scheduled → Running →
-// Succeeded/Failed) and the Ready condition, which the VM's status.ready,
-// Ready condition and printableStatus follow.
+// The node agent's contract, whose labels and annotations both sides take
+// from api/v1alpha1 (AgentLabel, AllocatableAnnotation,
+// RunStrategyAnnotation, BridgeResourcePrefix): the agent labels its Node
+// AgentLabel=true and kubevirt.io/schedulable=true and renews
+// kubevirt.io/heartbeat; it reports what the node offers VMs in the
+// annotation AllocatableAnnotation (JSON resource list; it overrides
+// status.allocatable, which a kubelet owns) or, on a node without a
+// kubelet, in status.allocatable; bridge.network.kubevirt.io/<bridge>
+// comes from status.allocatable (the bridge-marker writes it). Taints
+// count as for pods: a node still tainted node.kubernetes.io/not-ready
+// (NoSchedule) takes no VMI. The agent runs the VMIs whose status.nodeName
+// is its node once their phase is Scheduled, and writes status.phase
+// (Scheduled → Running → Succeeded/Failed) and the Ready condition, which
+// the VM's status.ready, Ready condition and printableStatus follow. The
+// VMI a VM gets carries the VM's runStrategy in RunStrategyAnnotation,
+// which the agent's domain translation reads.
 package virtcontroller

@@ -18,7 +18,7 @@ import (
 )
 
 // env is a real API server with the engine's VM CRDs installed and the
-// virtctl controllers running in a manager.
+// virt-controller role's controllers running in a manager.
 type env struct {
 	c  client.Client
 	ns string

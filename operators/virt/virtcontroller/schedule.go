@@ -13,19 +13,9 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
-
-// AgentLabel marks the Nodes that run converge's VM agent (converge-node
-// vm): only they are candidates for VMIs. The agent sets it to "true" on
-// its Node when it starts.
-const AgentLabel = "converge.dev/vm-agent"
-
-// AllocatableAnnotation on a Node, when set by the VM agent, is what the
-// node offers VMs, as a JSON resource list ({"cpu":"3","memory":"20Gi"}):
-// its entries override status.allocatable (which a kubelet, when the node
-// has one, owns). A value that does not parse is ignored, and the node's
-// status.allocatable is used.
-const AllocatableAnnotation = "vm.converge.dev/allocatable"
 
 // CPUAllocationRatio is KubeVirt's default cpuAllocationRatio: a VMI with
 // no CPU request asks for one tenth of a CPU per vCPU, as KubeVirt's
@@ -88,7 +78,7 @@ func Requests(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceList)
 // smallest name.
 func Schedule(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList, nodes []corev1.Node, placed []Placed) Decision {
 	if len(nodes) == 0 {
-		return Decision{Message: fmt.Sprintf("0/0 nodes are available: no node runs the converge VM agent (label %s=true).", AgentLabel)}
+		return Decision{Message: fmt.Sprintf("0/0 nodes are available: no node runs the converge VM agent (label %s=true).", v1alpha1.AgentLabel)}
 	}
 	used := map[string]corev1.ResourceList{}
 	for _, p := range placed {
@@ -206,9 +196,9 @@ func score(requests corev1.ResourceList, n *corev1.Node, used corev1.ResourceLis
 }
 
 // allocatable gives what n offers VMs: status.allocatable with
-// AllocatableAnnotation's entries on top.
+// v1alpha1.AllocatableAnnotation's entries on top.
 func allocatable(n *corev1.Node) corev1.ResourceList {
-	a, ok := n.Annotations[AllocatableAnnotation]
+	a, ok := n.Annotations[v1alpha1.AllocatableAnnotation]
 	if !ok {
 		return n.Status.Allocatable
 	}

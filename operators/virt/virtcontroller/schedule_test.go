@@ -12,12 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 )
 
 func node(name, cpu, mem string, labels map[string]string, taints ...corev1.Taint) corev1.Node {
-	l := map[string]string{virtcontroller.AgentLabel: "true"}
+	l := map[string]string{v1alpha1.AgentLabel: "true"}
 	for k, v := range labels {
 		l[k] = v
 	}
@@ -73,13 +74,13 @@ func TestSchedule(t *testing.T) {
 		{"agent's allocatable annotation wins", vmiSpec("4Gi", nil), nil,
 			[]corev1.Node{func() corev1.Node {
 				n := node("a", "2", "64Gi", nil)
-				n.Annotations = map[string]string{virtcontroller.AllocatableAnnotation: `{"memory":"2Gi"}`}
+				n.Annotations = map[string]string{v1alpha1.AllocatableAnnotation: `{"memory":"2Gi"}`}
 				return n
 			}(), node("b", "2", "8Gi", nil)}, nil, "b", ""},
 		{"unparsable annotation ignored", vmiSpec("4Gi", nil), nil,
 			[]corev1.Node{func() corev1.Node {
 				n := node("a", "2", "8Gi", nil)
-				n.Annotations = map[string]string{virtcontroller.AllocatableAnnotation: `memory=2Gi`}
+				n.Annotations = map[string]string{v1alpha1.AllocatableAnnotation: `memory=2Gi`}
 				return n
 			}()}, nil, "a", ""},
 		{"nothing fits", vmiSpec("6Gi", map[string]string{"zone": "z1"}), nil,
@@ -119,7 +120,7 @@ func TestSchedulerAPI(t *testing.T) {
 	mk(node("small", "2", "3Gi", nil))
 	mk(node("tainted", "8", "64Gi", nil, noSched))
 	noAgent := node("noagent", "8", "64Gi", nil)
-	delete(noAgent.Labels, virtcontroller.AgentLabel)
+	delete(noAgent.Labels, v1alpha1.AgentLabel)
 	mk(noAgent)
 	for _, name := range []string{"one", "two"} {
 		v := vmiSpec("2Gi", nil)

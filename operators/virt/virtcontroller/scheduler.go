@@ -17,23 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/network/netattach"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
-
-// NADResourceAnnotation on a NetworkAttachmentDefinition names the device
-// plugin resource a pod (here: a VMI) on that network needs, e.g.
-// bridge.network.kubevirt.io/br0 (Multus; CNAO's bridge-marker reports it).
-const NADResourceAnnotation = "k8s.v1.cni.cncf.io/resourceName"
-
-// BridgeResourcePrefix, followed by a bridge name, is the node resource
-// a VMI on that Linux bridge needs (CNAO's bridge-marker reports it as a
-// node resource for each bridge a node has, e.g.
-// bridge.network.kubevirt.io/br0).
-const BridgeResourcePrefix = "bridge.network.kubevirt.io/"
-
-// DefaultCNIBridge is the bridge plugin's bridge when its configuration
-// names none (containernetworking/plugins bridge: defaultBrName).
-const DefaultCNIBridge = "cni0"
 
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
@@ -87,8 +72,8 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	requests := Requests(vmi, extra)
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes, client.MatchingLabels{AgentLabel: "true"}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing nodes labelled %s=true: %w", AgentLabel, err)
+	if err := r.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.AgentLabel: "true"}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing nodes labelled %s=true: %w", v1alpha1.AgentLabel, err)
 	}
 	placed, err := r.placed(ctx)
 	if err != nil {
@@ -186,11 +171,11 @@ func (r *SchedulerReconciler) rememberBridges(uid types.UID, l corev1.ResourceLi
 // bridgeRequests gives one unit of a node resource per Multus network of
 // vmi: the NetworkAttachmentDefinition's NADResourceAnnotation; or, when
 // it has none and its CNI configuration's (first) plugin is of type
-// bridge, BridgeResourcePrefix + the plugin's bridge (DefaultCNIBridge
-// when unset). Upstream (Multus, KubeVirt) requires the annotation and
-// places a VMI without it on any node; converge infers it, since the VM
-// cannot run on a node without that bridge. An error names the network
-// whose definition could not be read or parsed.
+// bridge, v1alpha1.BridgeResourcePrefix + the plugin's bridge
+// (DefaultCNIBridge when unset). Upstream (Multus, KubeVirt) requires the
+// annotation and places a VMI without it on any node; converge infers it,
+// since the VM cannot run on a node without that bridge. An error names
+// the network whose definition could not be read or parsed.
 func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	reader := r.Reader
@@ -221,40 +206,6 @@ func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv
 		}
 	}
 	return out, nil
-}
-
-// NADResource takes a NetworkAttachmentDefinition and gives the node
-// resource a VMI on it needs: its NADResourceAnnotation; else, for a CNI
-// configuration (spec.config, parsed as multus does by
-// netattach.ParseConfig) whose first plugin is of type bridge,
-// BridgeResourcePrefix + its bridge (DefaultCNIBridge when unset); else
-// "" (nothing to require, also for an empty spec.config, which multus
-// takes from a file on the node). The error names the definition whose
-// spec.config does not parse.
-func NADResource(nad *unstructured.Unstructured) (corev1.ResourceName, error) {
-	if res := nad.GetAnnotations()[NADResourceAnnotation]; res != "" {
-		return corev1.ResourceName(res), nil
-	}
-	id := "NetworkAttachmentDefinition " + nad.GetNamespace() + "/" + nad.GetName()
-	config, _, err := unstructured.NestedString(nad.Object, "spec", "config")
-	if err != nil {
-		return "", fmt.Errorf("%s: spec.config: %w", id, err)
-	}
-	if config == "" { // multus then reads a file on the node: nothing to infer
-		return "", nil
-	}
-	_, pc, err := netattach.ParseConfig(nad.GetName(), []byte(config))
-	if err != nil {
-		return "", fmt.Errorf("%s: spec.config: %w", id, err)
-	}
-	if pc.Type != "bridge" {
-		return "", nil
-	}
-	bridge := pc.Bridge
-	if bridge == "" {
-		bridge = DefaultCNIBridge
-	}
-	return corev1.ResourceName(BridgeResourcePrefix + bridge), nil
 }
 
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable

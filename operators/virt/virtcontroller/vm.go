@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/converge-dev/converge/nodeplane/vm/domain"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // VMReconciler is the VirtualMachine controller: it creates, deletes and
 // recreates each VM's VMI (same namespace and name, controller owner
 // reference to the VM, label kubevirt.io/vm, annotation
-// domain.RunStrategyAnnotation) per status.stateChangeRequests
+// v1alpha1.RunStrategyAnnotation) per status.stateChangeRequests
 // (StateChange) first, then per Decide, and writes the VM's status.
 // On VM deletion it deletes the VMI first (finalizer
 // kubevirt.io/virtualMachineControllerFinalize, as KubeVirt).
@@ -119,7 +119,7 @@ func (r *VMReconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine
 
 // NewVMI gives the VMI vm runs: named as vm, with spec.template's labels,
 // annotations and spec, the label kubevirt.io/vm=<name>, the annotation
-// domain.RunStrategyAnnotation=<run strategy> and a controller owner
+// v1alpha1.RunStrategyAnnotation=<run strategy> and a controller owner
 // reference to vm.
 func NewVMI(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
 	vmi := &kubevirtv1.VirtualMachineInstance{
@@ -132,7 +132,7 @@ func NewVMI(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
 		t.Spec.DeepCopyInto(&vmi.Spec)
 	}
 	vmi.Labels[kubevirtv1.VirtualMachineLabel] = vm.Name
-	vmi.Annotations[domain.RunStrategyAnnotation] = string(RunStrategy(vm))
+	vmi.Annotations[v1alpha1.RunStrategyAnnotation] = string(RunStrategy(vm))
 	vmi.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(vm, kubevirtv1.VirtualMachineGroupVersionKind)}
 	return vmi
 }

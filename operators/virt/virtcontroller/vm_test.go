@@ -11,8 +11,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
 
 // step: optionally set the VMI's phase (as the agent would) or the VM's
@@ -112,12 +112,12 @@ func TestRunStrategy(t *testing.T) {
 						// The VMI can be seen before the VM's status
 						// (which names the strategy) is written: wait for
 						// both to agree rather than fail on the window.
-						if vmi.Annotations[domain.RunStrategyAnnotation] != string(vm.Status.RunStrategy) {
+						if vmi.Annotations[v1alpha1.RunStrategyAnnotation] != string(vm.Status.RunStrategy) {
 							return false
 						}
 						if vmi.Labels["app"] != tt.name || !metav1.IsControlledBy(vmi, vm) {
 							t.Fatalf("step %d: VMI %s: annotation %q, labels %v, owners %v", i, tt.name,
-								vmi.Annotations[domain.RunStrategyAnnotation], vmi.Labels, vmi.OwnerReferences)
+								vmi.Annotations[v1alpha1.RunStrategyAnnotation], vmi.Labels, vmi.OwnerReferences)
 						}
 					}
 					if s.wantStatus != "" && vm.Status.PrintableStatus != s.wantStatus {

@@ -10,7 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
 
-	"github.com/converge-dev/converge/nodeplane/vm/domain"
+	"github.com/converge-dev/converge/api/vmisupport"
 )
 
 // The kinds the webhook checks.
@@ -44,12 +44,12 @@ func SpecPath(kind string) string {
 // and the object's JSON, and gives every field of its VMI spec converge
 // refuses, with paths from the object's root (e.g.
 // spec.template.spec.domain.devices.gpus for a VirtualMachine), sorted by
-// path: the fields domain.CheckSpec rejects or does not know, and the
+// path: the fields vmisupport.CheckSpec rejects or does not know, and the
 // fields the kubevirt.io/v1 types do not have (UnknownFieldReason). A VM
 // without spec.template has nothing to check. The error is for an object
 // that is not JSON of that kind (a field of the wrong type) or an
 // unknown kind.
-func Check(kind string, raw []byte) (domain.FieldErrors, error) {
+func Check(kind string, raw []byte) (vmisupport.FieldErrors, error) {
 	var obj any
 	var spec func() *kubevirtv1.VirtualMachineInstanceSpec
 	switch kind {
@@ -78,9 +78,9 @@ func Check(kind string, raw []byte) (domain.FieldErrors, error) {
 		return nil, fmt.Errorf("decoding the %s: %w", kind, err)
 	}
 	if s := spec(); s != nil {
-		for _, e := range domain.CheckSpec(s) {
+		for _, e := range vmisupport.CheckSpec(s) {
 			// CheckSpec's paths start at the VMI's "spec"
-			errs = append(errs, &domain.FieldError{Path: prefix + strings.TrimPrefix(e.Path, "spec"), Reason: e.Reason})
+			errs = append(errs, &vmisupport.FieldError{Path: prefix + strings.TrimPrefix(e.Path, "spec"), Reason: e.Reason})
 		}
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
@@ -89,8 +89,8 @@ func Check(kind string, raw []byte) (domain.FieldErrors, error) {
 
 // Message takes the object's name (e.g. "VirtualMachine default/web") and
 // its field errors, and gives the denial message: one line per field,
-// `<name>: <path>: <reason>`, as the hco-webhook's (admission.Message).
-func Message(name string, errs domain.FieldErrors) string {
+// `<name>: <path>: <reason>`, as the hco-webhook's (hcowebhook.Message).
+func Message(name string, errs vmisupport.FieldErrors) string {
 	lines := make([]string, len(errs))
 	for i, e := range errs {
 		lines[i] = name + ": " + e.Error()
@@ -107,7 +107,7 @@ type specFields kubevirtv1.VirtualMachineInstanceSpec
 // unknownFields gives a FieldError for every field of the VMI spec at
 // prefix (dotted) in the JSON object raw that the kubevirt.io/v1 types do
 // not have.
-func unknownFields(raw []byte, prefix string) (domain.FieldErrors, error) {
+func unknownFields(raw []byte, prefix string) (vmisupport.FieldErrors, error) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
@@ -126,11 +126,11 @@ func unknownFields(raw []byte, prefix string) (domain.FieldErrors, error) {
 	if err != nil {
 		return nil, err
 	}
-	var errs domain.FieldErrors
+	var errs vmisupport.FieldErrors
 	for _, e := range strict {
 		var fp interface{ FieldPath() string }
 		if errors.As(e, &fp) {
-			errs = append(errs, &domain.FieldError{Path: prefix + "." + fp.FieldPath(), Reason: UnknownFieldReason})
+			errs = append(errs, &vmisupport.FieldError{Path: prefix + "." + fp.FieldPath(), Reason: UnknownFieldReason})
 		}
 	}
 	return errs, nil

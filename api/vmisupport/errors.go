@@ -1,4 +1,4 @@
-package domain
+package vmisupport
 
 import (
 	"fmt"
@@ -19,9 +19,12 @@ type FieldError struct {
 // Error gives "path: reason".
 func (e *FieldError) Error() string { return e.Path + ": " + e.Reason }
 
-// FieldErrors are all the fields of one VMI that converge refuses, sorted by
-// path. Build returns them (wrapped with the VMI's identity) so that a caller
-// can both print one line and mark the VMI Failed with the exact fields.
+// FieldErrors are all the fields of one VMI that converge refuses, sorted
+// by path. CheckSpec gives them; the domain translation
+// (nodeplane/vm/domain.Build) returns them wrapped with the VMI's identity,
+// so that a caller can both print one line and mark the VMI Failed with
+// the exact fields; the VM validation webhook (operators/virt/vmadmission)
+// names each in its denial.
 type FieldErrors []*FieldError
 
 // Error joins the field errors with "; ", in path order.
@@ -33,11 +36,14 @@ func (errs FieldErrors) Error() string {
 	return strings.Join(parts, "; ")
 }
 
-func (errs *FieldErrors) add(path, format string, args ...any) {
+// Add appends the FieldError at path whose reason is format formatted
+// with args (fmt.Sprintf).
+func (errs *FieldErrors) Add(path, format string, args ...any) {
 	*errs = append(*errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
 }
 
-func (errs FieldErrors) sorted() FieldErrors {
+// Sorted sorts errs by path, stably and in place, and gives them.
+func (errs FieldErrors) Sorted() FieldErrors {
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 	return errs
 }

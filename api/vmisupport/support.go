@@ -1,4 +1,4 @@
-package domain
+package vmisupport
 
 import (
 	"encoding/json"
@@ -19,8 +19,10 @@ const (
 	// Ignored fields are accepted and have no effect on a converge node;
 	// the note says why that does not change how the guest runs.
 	Ignored Support = "ignored"
-	// Rejected fields make Build fail with the field's path: the VMI is
-	// refused rather than run differently from what it asks for.
+	// Rejected fields are refused with the field's path, by the VM
+	// validation webhook (operators/virt/vmadmission) at admission and by
+	// the domain translation (nodeplane/vm/domain.Build) on the node: the
+	// VMI is refused rather than run differently from what it asks for.
 	Rejected Support = "rejected"
 )
 
@@ -227,7 +229,7 @@ var supportIndex = func() map[string]Field {
 	m := make(map[string]Field, len(supportTable))
 	for _, f := range supportTable {
 		if _, dup := m[f.Path]; dup {
-			panic("domain: duplicate support table row " + f.Path)
+			panic("vmisupport: duplicate support table row " + f.Path)
 		}
 		m[f.Path] = f
 	}
@@ -247,7 +249,8 @@ func hasChildren(pattern string) bool {
 // CheckSpec walks every field set in spec (as its JSON encoding has it)
 // and returns a FieldError for each one the support table rejects or does
 // not know, sorted by path; nil when every field is supported or ignored.
-// It checks field presence only: Build also checks values.
+// It checks field presence only: the domain translation
+// (nodeplane/vm/domain.Build) also checks values.
 func CheckSpec(spec *kubevirtv1.VirtualMachineInstanceSpec) FieldErrors {
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -259,7 +262,7 @@ func CheckSpec(spec *kubevirtv1.VirtualMachineInstanceSpec) FieldErrors {
 	}
 	var errs FieldErrors
 	walk(&errs, "spec", "spec", tree)
-	return errs.sorted()
+	return errs.Sorted()
 }
 
 // walk checks the children of the value at path (pattern is path with list
@@ -277,13 +280,13 @@ func walk(errs *FieldErrors, path, pattern string, v any) {
 			f, known := supportIndex[childPattern]
 			switch {
 			case !known:
-				errs.add(child, "not supported by converge")
+				errs.Add(child, "not supported by converge")
 			case f.Support == Rejected:
 				reason := "not supported by converge"
 				if f.Note != "" {
 					reason += " (" + f.Note + ")"
 				}
-				errs.add(child, "%s", reason)
+				errs.Add(child, "%s", reason)
 			case f.Support == Ignored || !hasChildren(childPattern):
 				// taken whole
 			default:
