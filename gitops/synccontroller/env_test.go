@@ -126,7 +126,7 @@ func startEnv(t *testing.T) *testEnv {
 
 	root := t.TempDir()
 	e.repo = gitserver.NewRepo(t, root, "config", "main")
-	e.repo.CopyDir(t, filepath.Join("..", "testdata", "example"), ".")
+	e.repo.CopyDir(t, filepath.Join("..", "..", "testdata", "example"), ".")
 	e.repo.Commit(t, "example", nil)
 	e.git = gitserver.NewHTTP(t, root, gitserver.HTTPOptions{Username: gitUser, Password: gitPassword})
 

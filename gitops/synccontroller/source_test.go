@@ -53,7 +53,7 @@ func testVerification(t *testing.T, e *testEnv) {
 	repo := gitserver.NewRepo(t, filepath.Dir(e.repo.Dir), "signed", "main")
 	gitserver.Git(t, repo.Dir, "config", "gpg.program", "gpg")
 	gitserver.Git(t, repo.Dir, "config", "user.signingkey", alice.Fingerprint)
-	repo.CopyDir(t, filepath.Join("..", "testdata", "example"), ".")
+	repo.CopyDir(t, filepath.Join("..", "..", "testdata", "example"), ".")
 	signed := "main@sha1:" + repo.Commit(t, "signed example", nil, "-S")
 	e.create(t, e.c1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "signing-keys"},
 		Data: map[string][]byte{"alice.asc": alice.Armored}})
