@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/operators/hco/hcstatus"
 	"github.com/converge-dev/converge/reconciler/inventory"
@@ -33,7 +34,7 @@ type ApplyResult struct {
 	// every object applied before the failure, so nothing converge
 	// created is ever lost track of. Every entry of a rendered object
 	// carries its Component.
-	Inventory *inventory.Inventory
+	Inventory *v1alpha1.Inventory
 	// Requests counts the write requests sent (SSA PATCH, and the DELETE
 	// of a force recreate).
 	Requests int
@@ -58,10 +59,10 @@ type ApplyResult struct {
 // stage is evaluated. With Options.HealthGates a component whose
 // dependencies are not all Healthy is deferred: nothing of it is sent,
 // and its objects keep their previous inventory entries.
-func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inventory.Inventory, live Live, revision string) (*ApplyResult, error) {
-	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &inventory.Inventory{Revision: revision},
+func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live) (*ApplyResult, error) {
+	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &v1alpha1.Inventory{},
 		operands: map[string]hcstatus.Operand{}}
-	prevIdx := prev.Index()
+	prevIdx := inventory.Index(prev)
 	var hcUID string
 	if l, ok := live[inventory.ID(r.HyperConverged)]; ok {
 		hcUID = string(l.UID)
@@ -114,7 +115,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *inv
 	setComponents(res.Inventory, byID)
 	sort.Strings(res.Drifted)
 	sort.Strings(res.Recreated)
-	res.Inventory.Sort()
+	inventory.Sort(res.Inventory)
 	return res, nil
 }
 
@@ -132,7 +133,7 @@ func components(r *graph.Rendered, health map[string]ComponentHealth) []Componen
 
 // deferNode records n's objects as skipped and carries their previous
 // inventory entries over, so they are neither lost nor pruned.
-func (p *Pipeline) deferNode(n graph.Node, prev map[string]inventory.Entry, res *ApplyResult) {
+func (p *Pipeline) deferNode(n graph.Node, prev map[string]v1alpha1.InventoryEntry, res *ApplyResult) {
 	for _, o := range n.Objects {
 		if e, ok := prev[inventory.ID(o)]; ok {
 			res.Inventory.Entries = append(res.Inventory.Entries, e)
@@ -150,7 +151,7 @@ func (p *Pipeline) deferNode(n graph.Node, prev map[string]inventory.Entry, res 
 // parallel (a component's namespaced objects may share a stage with their
 // namespace, as the HC does), then waits for the kstatus-rule objects the
 // API server did not already return Current.
-func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]inventory.Entry, live Live, hcUID *string, res *ApplyResult) error {
+func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, hcUID *string, res *ApplyResult) error {
 	var namespaces, rest []*unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
@@ -204,7 +205,7 @@ var errHealthCheck = errors.New("health check")
 
 // applyBatch applies objs in parallel (Options.Concurrency) and adds the
 // kstatus-rule objects not returned Current to waitSet.
-func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]inventory.Entry, live Live, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
+func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(p.Options.Concurrency, 1))
@@ -247,7 +248,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 
 // applied is the outcome of one applyOne.
 type applied struct {
-	entry  inventory.Entry
+	entry  v1alpha1.InventoryEntry
 	action ssa.Action
 	// applied is the object the API server returned; nil when skipped.
 	applied *unstructured.Unstructured
@@ -265,7 +266,7 @@ type applied struct {
 // rules (r.IgnorePaths) shape what is sent for an existing object. An
 // apply refused for an immutable field is retried as delete and create
 // when the object opts in with ForceAnnotation.
-func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *unstructured.Unstructured, prev map[string]inventory.Entry, live Live) (applied, error) {
+func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live) (applied, error) {
 	id := inventory.ID(desired)
 	digest := inventory.Digest(desired)
 	l, exists := live[id]
@@ -328,7 +329,7 @@ func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *uns
 	} else if had && pe.Digest == digest && !out.recreated {
 		out.drifted = true // someone deleted it
 	}
-	out.entry = inventory.Entry{ID: id, Version: desired.GetAPIVersion(), Digest: digest, ResourceVersion: rv}
+	out.entry = v1alpha1.InventoryEntry{ID: id, Version: desired.GetAPIVersion(), Digest: digest, ResourceVersion: rv}
 	return out, nil
 }
 
@@ -367,19 +368,16 @@ func setControllerRef(u, hc *unstructured.Unstructured, uid string) {
 }
 
 // mergeInventory returns prev plus the entries of applied (applied wins).
-func mergeInventory(prev, applied *inventory.Inventory) *inventory.Inventory {
-	out := &inventory.Inventory{}
-	if prev != nil {
-		out.Revision = prev.Revision
-	}
-	idx := prev.Index()
+func mergeInventory(prev, applied *v1alpha1.Inventory) *v1alpha1.Inventory {
+	out := &v1alpha1.Inventory{}
+	idx := inventory.Index(prev)
 	for _, e := range applied.Entries {
 		idx[e.ID] = e
 	}
 	for _, e := range idx {
 		out.Entries = append(out.Entries, e)
 	}
-	return out.Sort()
+	return inventory.Sort(out)
 }
 
 // current reports whether kstatus already finds the object the API server
@@ -392,7 +390,7 @@ func current(u *unstructured.Unstructured) bool {
 
 // refreshVersions re-reads the resourceVersion of the objects in set and
 // records it in inv.
-func (p *Pipeline) refreshVersions(ctx context.Context, set object.ObjMetadataSet, inv *inventory.Inventory) error {
+func (p *Pipeline) refreshVersions(ctx context.Context, set object.ObjMetadataSet, inv *v1alpha1.Inventory) error {
 	want := map[string]bool{}
 	for _, m := range set {
 		want[inventory.IDOf(m.Namespace, m.Name, m.GroupKind)] = true
@@ -401,7 +399,7 @@ func (p *Pipeline) refreshVersions(ctx context.Context, set object.ObjMetadataSe
 		if !want[e.ID] {
 			continue
 		}
-		u, err := e.Object()
+		u, err := inventory.Object(e)
 		if err != nil {
 			return err
 		}

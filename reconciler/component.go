@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
@@ -33,7 +34,7 @@ func objectComponents(r *graph.Rendered) map[string]string {
 // setComponents sets the Component of every entry of inv whose object is
 // in byID (objectComponents); other entries (objects no longer rendered,
 // kept after a failed apply) keep theirs.
-func setComponents(inv *inventory.Inventory, byID map[string]string) {
+func setComponents(inv *v1alpha1.Inventory, byID map[string]string) {
 	if inv == nil {
 		return
 	}

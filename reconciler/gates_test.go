@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 var openshift = map[string]any{"platform": "openshift"}
@@ -86,7 +87,7 @@ func TestHealthGates(t *testing.T) {
 		hcNS + "_" + kvName + "_kubevirt.io_KubeVirt":                          "virt",
 		"_" + cdiName + "_cdi.kubevirt.io_CDI":                                 "cdi",
 	} {
-		if got := res.Inventory.Index()[id].Component; got != want {
+		if got := inventory.Index(res.Inventory)[id].Component; got != want {
 			t.Errorf("inventory entry %s: component %q, want %q", id, got, want)
 		}
 	}
@@ -130,7 +131,7 @@ func TestHealthGates(t *testing.T) {
 	if hpp == nil {
 		t.Fatal("deferred HostPathProvisioner was pruned")
 	}
-	if e, ok := res.Inventory.Index()["_"+hppName+"_hostpathprovisioner.kubevirt.io_HostPathProvisioner"]; !ok || e.Component != "hpp" {
+	if e, ok := inventory.Index(res.Inventory)["_"+hppName+"_hostpathprovisioner.kubevirt.io_HostPathProvisioner"]; !ok || e.Component != "hpp" {
 		t.Errorf("deferred HostPathProvisioner: in the inventory %v, component %q; want kept, of component hpp", ok, e.Component)
 	}
 	if path := poolPath(hpp); path != "/var/hpvolumes" {

@@ -184,7 +184,7 @@ func health(res *reconciler.Result) map[string]reconciler.ComponentHealth {
 }
 
 func inInventory(res *reconciler.Result, id string) bool {
-	_, ok := res.Inventory.Index()[id]
+	_, ok := inventory.Index(res.Inventory)[id]
 	return ok
 }
 

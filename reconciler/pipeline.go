@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // Pipeline applies rendered graphs into one cluster. It is the one engine
@@ -67,7 +67,7 @@ type Result struct {
 	// owner labels or has converge.dev/prune: disabled).
 	ChangeSet *ssa.ChangeSet
 	// Inventory is the inventory saved.
-	Inventory *inventory.Inventory
+	Inventory *v1alpha1.Inventory
 	// Conditions are the HC conditions written.
 	Conditions []metav1.Condition
 	// Writes counts the write requests sent to the API server.
@@ -131,14 +131,20 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	applied, applyErr := p.applyStages(ctx, r, prev, live, in.Revision)
+	applied, applyErr := p.applyStages(ctx, r, prev.Inventory, live)
+	// The entries are of in.Revision once every stage applied; after a
+	// failed stage they are mostly the previous revision's.
+	saved := StoredInventory{Inventory: applied.Inventory, Revision: in.Revision}
+	if applyErr != nil {
+		saved.Revision = prev.Revision
+	}
 	res := &Result{Revision: in.Revision, ChangeSet: applied.ChangeSet, Inventory: applied.Inventory, Writes: applied.Requests,
 		Components: applied.Components, Waiting: applied.Waiting, Drifted: applied.Drifted, Recreated: applied.Recreated}
 	if res.Waiting {
 		res.RequeueAfter = p.Options.WaitingRequeue
 	}
 	if applyErr == nil && p.Options.Prune {
-		pruned, err := p.prune(ctx, prev, res.Inventory, owner)
+		pruned, err := p.prune(ctx, prev.Inventory, res.Inventory, owner)
 		res.ChangeSet.Append(pruned.Entries)
 		for _, e := range pruned.Entries {
 			if e.Action == ssa.DeletedAction {
@@ -152,7 +158,7 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applied.operands, applyErr, res); err != nil && applyErr == nil {
 		applyErr = err
 	}
-	wrote, err := store.Save(ctx, prev, res.Inventory)
+	wrote, err := store.Save(ctx, prev, saved)
 	if wrote {
 		res.Writes++
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
@@ -28,7 +29,7 @@ import (
 //
 // It returns what it did (deleted or skipped per object) and the first
 // error.
-func (p *Pipeline) prune(ctx context.Context, prev, next *inventory.Inventory, owner map[string]string) (*ssa.ChangeSet, error) {
+func (p *Pipeline) prune(ctx context.Context, prev, next *v1alpha1.Inventory, owner map[string]string) (*ssa.ChangeSet, error) {
 	stale := inventory.Stale(prev, next)
 	cs := ssa.NewChangeSet()
 	if len(stale) == 0 {
@@ -44,18 +45,18 @@ func (p *Pipeline) prune(ctx context.Context, prev, next *inventory.Inventory, o
 			}
 		}
 	}
-	next.Sort()
+	inventory.Sort(next)
 	return cs, firstErr
 }
 
 // entryObjects returns skeleton objects for entries in reverse ssa apply
 // order (CRDs and namespaces last), and the entries by ID. A malformed
 // entry cannot name an object and is dropped.
-func entryObjects(entries []inventory.Entry) ([]*unstructured.Unstructured, map[string]inventory.Entry) {
+func entryObjects(entries []v1alpha1.InventoryEntry) ([]*unstructured.Unstructured, map[string]v1alpha1.InventoryEntry) {
 	var objs []*unstructured.Unstructured
-	byID := map[string]inventory.Entry{}
+	byID := map[string]v1alpha1.InventoryEntry{}
 	for _, e := range entries {
-		u, err := e.Object()
+		u, err := inventory.Object(e)
 		if err != nil {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/operators/hco/hcstatus"
 	"github.com/converge-dev/converge/reconciler/inventory"
@@ -34,7 +35,7 @@ var hcGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kin
 //
 // known holds operands already read this sync (by inventory ID); the
 // others are read now.
-func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r *graph.Rendered, inv *inventory.Inventory, known map[string]hcstatus.Operand, syncErr error, res *Result) (bool, error) {
+func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r *graph.Rendered, inv *v1alpha1.Inventory, known map[string]hcstatus.Operand, syncErr error, res *Result) (bool, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(hcGVK)
 	if err := p.Reader.Get(ctx, key, cur); err != nil {

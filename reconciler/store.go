@@ -10,19 +10,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/reconciler/inventory"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
+
+// StoredInventory is what an InventoryStore keeps for one sync target:
+// the inventory (the Sync API's type) and, beside it, the revision its
+// entries were applied from (a Sync's status.inventory and
+// status.lastAppliedRevision, as Flux's Kustomization keeps
+// status.inventory beside status.lastAppliedRevision). The zero value is
+// "nothing saved".
+type StoredInventory struct {
+	// Inventory is the applied set; nil when none was saved.
+	Inventory *v1alpha1.Inventory
+	// Revision is the config revision the entries were applied from.
+	Revision string
+}
 
 // InventoryStore keeps the inventory of one sync target between syncs.
 // The Pipeline calls Load once at the start of a sync and Save once at
 // its end, also after a failed apply (with the previous inventory plus
-// what was applied), never after a failed fetch or render.
+// what was applied, and the previous revision), never after a failed
+// fetch or render.
 type InventoryStore interface {
-	// Load returns the saved inventory, or nil, nil when none was saved.
-	Load(ctx context.Context) (*inventory.Inventory, error)
-	// Save stores inv. prev is what Load returned, so an implementation
+	// Load returns the saved inventory, or a zero StoredInventory and
+	// no error when none was saved.
+	Load(ctx context.Context) (StoredInventory, error)
+	// Save stores next. prev is what Load returned, so an implementation
 	// can skip a write that changes nothing; it reports whether it wrote.
-	Save(ctx context.Context, prev, inv *inventory.Inventory) (bool, error)
+	Save(ctx context.Context, prev, next StoredInventory) (bool, error)
 }
 
 // ConfigMapStore keeps the inventory in the ConfigMap InventoryName(Name)
@@ -37,44 +52,71 @@ type ConfigMapStore struct {
 }
 
 // Load implements InventoryStore.
-func (s ConfigMapStore) Load(ctx context.Context) (*inventory.Inventory, error) {
+func (s ConfigMapStore) Load(ctx context.Context) (StoredInventory, error) {
 	return loadInventory(ctx, s.Reader, s.Namespace, s.Name)
 }
 
 // Save implements InventoryStore.
-func (s ConfigMapStore) Save(ctx context.Context, prev, inv *inventory.Inventory) (bool, error) {
-	return saveInventory(ctx, s.Client, s.Namespace, s.Name, prev, inv)
+func (s ConfigMapStore) Save(ctx context.Context, prev, next StoredInventory) (bool, error) {
+	return saveInventory(ctx, s.Client, s.Namespace, s.Name, prev, next)
 }
 
 // InventoryName is the ConfigMap, in the HC's namespace, that holds the
 // inventory of the HC of the same name under key inventory.json.
 func InventoryName(hcName string) string { return "converge-inventory-" + hcName }
 
+// inventoryJSON is the document under the ConfigMap's key inventory.json:
+// {"revision":…,"entries":[{"id","v","d","rv","c"}…]}, the revision
+// omitted when empty. Embedding the API type keeps the entries' keys
+// those of v1alpha1.InventoryEntry.
+type inventoryJSON struct {
+	Revision string `json:"revision,omitempty"`
+	v1alpha1.Inventory
+}
+
+// encodeInventory returns the inventory.json of st.
+func encodeInventory(st StoredInventory) ([]byte, error) {
+	doc := inventoryJSON{Revision: st.Revision}
+	if st.Inventory != nil {
+		doc.Inventory = *st.Inventory
+	}
+	return json.Marshal(doc)
+}
+
+// decodeInventory reads an inventory.json.
+func decodeInventory(data []byte) (StoredInventory, error) {
+	var doc inventoryJSON
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return StoredInventory{}, err
+	}
+	return StoredInventory{Inventory: &doc.Inventory, Revision: doc.Revision}, nil
+}
+
 // loadInventory reads the inventory of the HC namespace/name; a missing
-// ConfigMap (or namespace) gives nil, nil.
-func loadInventory(ctx context.Context, r client.Reader, namespace, name string) (*inventory.Inventory, error) {
+// ConfigMap (or namespace) gives a zero StoredInventory and no error.
+func loadInventory(ctx context.Context, r client.Reader, namespace, name string) (StoredInventory, error) {
 	cm := &corev1.ConfigMap{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: InventoryName(name)}, cm)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return StoredInventory{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+		return StoredInventory{}, fmt.Errorf("reading inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
 	}
-	inv := &inventory.Inventory{}
-	if err := json.Unmarshal([]byte(cm.Data["inventory.json"]), inv); err != nil {
-		return nil, fmt.Errorf("inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+	st, err := decodeInventory([]byte(cm.Data["inventory.json"]))
+	if err != nil {
+		return StoredInventory{}, fmt.Errorf("inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
 	}
-	return inv, nil
+	return st, nil
 }
 
-// saveInventory writes inv with server-side apply unless it equals prev.
+// saveInventory writes next with server-side apply unless it equals prev.
 // An inventory with no entries (after Uninstall) deletes the ConfigMap
 // instead (a missing ConfigMap or namespace is fine). It reports whether
 // it wrote.
-func saveInventory(ctx context.Context, c client.Client, namespace, name string, prev, inv *inventory.Inventory) (bool, error) {
-	if inv != nil && len(inv.Entries) == 0 {
-		if prev == nil {
+func saveInventory(ctx context.Context, c client.Client, namespace, name string, prev, next StoredInventory) (bool, error) {
+	if next.Inventory != nil && len(next.Inventory.Entries) == 0 {
+		if prev.Inventory == nil {
 			return false, nil
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InventoryName(name)}}
@@ -83,12 +125,12 @@ func saveInventory(ctx context.Context, c client.Client, namespace, name string,
 		}
 		return true, nil
 	}
-	data, err := json.Marshal(inv)
+	data, err := encodeInventory(next)
 	if err != nil {
 		return false, err
 	}
-	if prev != nil {
-		old, _ := json.Marshal(prev)
+	if prev.Inventory != nil {
+		old, _ := encodeInventory(prev)
 		if string(old) == string(data) {
 			return false, nil
 		}

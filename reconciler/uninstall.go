@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
@@ -30,19 +31,19 @@ import (
 // object.
 func (p *Pipeline) Uninstall(ctx context.Context, store InventoryStore, owner map[string]string) (*ssa.ChangeSet, error) {
 	cs := ssa.NewChangeSet()
-	inv, err := store.Load(ctx)
+	prev, err := store.Load(ctx)
 	if err != nil {
 		return cs, err
 	}
-	if inv == nil || len(inv.Entries) == 0 {
+	if prev.Inventory == nil || len(prev.Inventory.Entries) == 0 {
 		return cs, nil
 	}
-	objs, byID := entryObjects(inv.Entries)
+	objs, byID := entryObjects(prev.Inventory.Entries)
 	phases := make([][]*unstructured.Unstructured, 4)
 	for _, u := range objs {
 		phases[uninstallPhase(u.GetKind())] = append(phases[uninstallPhase(u.GetKind())], u)
 	}
-	left := &inventory.Inventory{Revision: inv.Revision}
+	left := &v1alpha1.Inventory{}
 	keep := func(us ...*unstructured.Unstructured) {
 		for _, u := range us {
 			left.Entries = append(left.Entries, byID[inventory.ID(u)])
@@ -80,8 +81,8 @@ func (p *Pipeline) Uninstall(ctx context.Context, store InventoryStore, owner ma
 			}
 		}
 	}
-	left.Sort()
-	if _, err := store.Save(ctx, inv, left); err != nil && firstErr == nil {
+	inventory.Sort(left)
+	if _, err := store.Save(ctx, prev, StoredInventory{Inventory: left, Revision: prev.Revision}); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	return cs, firstErr

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // TestUninstall applies the example plus a prune-disabled ConfigMap, then
@@ -44,10 +45,10 @@ func TestUninstall(t *testing.T) {
 		t.Error("CDI not deleted in the operands phase")
 	}
 	inv, err := store.Load(ctx)
-	if err != nil || inv == nil {
-		t.Fatalf("inventory after the failed uninstall: %v %v", inv, err)
+	if err != nil || inv.Inventory == nil {
+		t.Fatalf("inventory after the failed uninstall: %v %v", inv.Inventory, err)
 	}
-	left := inv.Index()
+	left := inventory.Index(inv.Inventory)
 	for _, id := range []string{idOf(obj(t, c, kvAPI, "KubeVirt", hcNS, kvName)),
 		hcNS + "_" + hcNS + "_hco.kubevirt.io_HyperConverged", "_" + hcNS + "__Namespace",
 		"_kubevirts.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition"} {
@@ -112,7 +113,7 @@ func TestUninstall(t *testing.T) {
 			t.Errorf("prune-disabled ConfigMap deleted: %v", err)
 		}
 	}
-	if inv, err := store.Load(ctx); err != nil || inv != nil {
-		t.Errorf("inventory after Uninstall = %+v, %v; want the ConfigMap deleted", inv, err)
+	if inv, err := store.Load(ctx); err != nil || inv.Inventory != nil {
+		t.Errorf("inventory after Uninstall = %+v, %v; want the ConfigMap deleted", inv.Inventory, err)
 	}
 }

@@ -221,7 +221,10 @@ type SyncStatus struct {
 	History []Snapshot `json:"history,omitempty"`
 }
 
-// Inventory is the applied set (package inventory's Inventory, in status).
+// Inventory is the applied set: the one inventory type of converge, kept
+// in a Sync's status.inventory and, by `converge apply`, in a ConfigMap;
+// package reconciler/inventory holds the functions on it (IDs, digests,
+// the stale entries to prune).
 type Inventory struct {
 	Entries []InventoryEntry `json:"entries"`
 }

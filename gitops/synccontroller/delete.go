@@ -62,11 +62,7 @@ func (r *Reconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.Resul
 // then Namespaces and CRDs), as the identity s applies with, keeping in
 // status.inventory what could not be deleted.
 func (r *Reconciler) uninstall(ctx context.Context, s *v1alpha1.Sync) (*ssa.ChangeSet, error) {
-	timeout := DefaultTimeout
-	if s.Spec.Timeout != nil && s.Spec.Timeout.Duration > 0 {
-		timeout = s.Spec.Timeout.Duration
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout(s))
 	defer cancel()
 	t, p, err := r.targets.get(ctx, s)
 	if err != nil {

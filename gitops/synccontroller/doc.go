@@ -1,6 +1,6 @@
-// Package syncctl is the controller of converge.dev/v1alpha1 Sync: for each
-// Sync it fetches the config repository (package gitops), renders the
-// component graph (package graph) with the facts of the target cluster and
+// Package synccontroller is the controller of converge.dev/v1alpha1 Sync:
+// for each Sync it fetches the config repository (gitops/source), renders
+// the component graph (internal/graph) with the facts of the target cluster and
 // drives it into that cluster with the reconciler.Pipeline, keeping the
 // inventory in the Sync's status.inventory. It follows Flux's
 // kustomize-controller (fluxcd/kustomize-controller internal/controller/
@@ -16,7 +16,16 @@
 // facts need): the Pipeline reads live state from it and its watches
 // enqueue the Syncs that applied an object as soon as someone changes it.
 //
-// Condition semantics (decided here; see Reconciler.Reconcile):
+// A reconcile reads as its stages (stages.go): fetch (target, source and
+// its Secrets, Fetcher.Fetch) → render (facts, graph) → apply
+// (Pipeline.Sync, health), each returning a value or a classified
+// failure, collected in one outcome; report (report.go) then writes the
+// conditions, history, revisions, event, metrics and log line from that
+// outcome in one place, as kustomize-controller finalizes its status from
+// the reconcile's result. The one status write before that is the
+// "Progressing" patch between render and apply of a new revision.
+//
+// Condition semantics (decided in report):
 //   - Ready=True ReconciliationSucceeded: the last revision is applied and
 //     every stage passed its health gate; Reconciling and Stalled absent.
 //   - Reconciling=True Progressing while a new revision or generation is

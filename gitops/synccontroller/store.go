@@ -20,46 +20,30 @@ type StatusStore struct {
 
 var _ reconciler.InventoryStore = StatusStore{}
 
-// Load implements reconciler.InventoryStore: status.inventory as an
-// inventory.Inventory whose Revision is status.lastAppliedRevision, or nil
-// when the Sync has none.
-func (s StatusStore) Load(context.Context) (*inventory.Inventory, error) {
-	return ToInventory(s.Sync.Status.Inventory, s.Sync.Status.LastAppliedRevision), nil
+// Load implements reconciler.InventoryStore: a copy of status.inventory
+// (entries sorted by ID) with the revision status.lastAppliedRevision, or
+// no inventory when the Sync has none.
+func (s StatusStore) Load(context.Context) (reconciler.StoredInventory, error) {
+	return reconciler.StoredInventory{
+		Inventory: inventory.Sort(s.Sync.Status.Inventory.DeepCopy()),
+		Revision:  s.Sync.Status.LastAppliedRevision,
+	}, nil
 }
 
 // Save implements reconciler.InventoryStore: it sets status.inventory to
-// inv (sorted) and reports false, since nothing was written yet.
-func (s StatusStore) Save(_ context.Context, _, inv *inventory.Inventory) (bool, error) {
-	s.Sync.Status.Inventory = FromInventory(inv)
+// a copy of next's inventory, entries sorted by ID (never null: an empty
+// inventory is "entries: []"), and reports false, since nothing was
+// written yet. The revision is not kept here: the Reconciler sets
+// status.lastAppliedRevision once the revision is applied and healthy.
+func (s StatusStore) Save(_ context.Context, _, next reconciler.StoredInventory) (bool, error) {
+	if next.Inventory == nil {
+		s.Sync.Status.Inventory = nil
+		return false, nil
+	}
+	inv := &v1alpha1.Inventory{Entries: make([]v1alpha1.InventoryEntry, 0, len(next.Inventory.Entries))}
+	inv.Entries = append(inv.Entries, next.Inventory.Entries...)
+	s.Sync.Status.Inventory = inventory.Sort(inv)
 	return false, nil
-}
-
-// ToInventory converts a status inventory to package inventory's (every
-// field, the component included), with the given revision; nil gives nil.
-func ToInventory(in *v1alpha1.Inventory, revision string) *inventory.Inventory {
-	if in == nil {
-		return nil
-	}
-	out := &inventory.Inventory{Revision: revision, Entries: make([]inventory.Entry, 0, len(in.Entries))}
-	for _, e := range in.Entries {
-		out.Entries = append(out.Entries, inventory.Entry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion, Component: e.Component})
-	}
-	return out.Sort()
-}
-
-// FromInventory converts package inventory's Inventory to the status
-// form (every field, the component included; entries sorted by ID); nil
-// gives nil.
-func FromInventory(in *inventory.Inventory) *v1alpha1.Inventory {
-	if in == nil {
-		return nil
-	}
-	in.Sort()
-	out := &v1alpha1.Inventory{Entries: make([]v1alpha1.InventoryEntry, 0, len(in.Entries))}
-	for _, e := range in.Entries {
-		out.Entries = append(out.Entries, v1alpha1.InventoryEntry{ID: e.ID, Version: e.Version, Digest: e.Digest, ResourceVersion: e.ResourceVersion, Component: e.Component})
-	}
-	return out
 }
 
 // inventoryHC returns the HyperConverged the inventory holds (the owner of

@@ -144,7 +144,7 @@ func syncTree(ctx context.Context, target client.Client, s *v1alpha1.Sync) *tree
 // objectStatus reads the inventory entry's object from c and gives its
 // line: "Kind/namespace/name [Status] message".
 func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntry) string {
-	u, err := inventory.Entry{ID: e.ID, Version: e.Version}.Object()
+	u, err := inventory.Object(e)
 	if err != nil {
 		return fmt.Sprintf("%s [Unknown] %v", e.ID, err)
 	}

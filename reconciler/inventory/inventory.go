@@ -1,7 +1,12 @@
-// Package inventory records the set of objects converge applied for one
-// HyperConverged: per object its identity, API version, the digest of the
-// desired state and the resourceVersion the API server returned. Pure
-// functions, in the manner of kustomize-controller's inventory.
+// Package inventory works on the inventory of the apply pipeline: the set
+// of objects converge applied for one HyperConverged, per object its
+// identity, API version, the digest of the desired state, the
+// resourceVersion the API server returned and the graph component that
+// derives it. The inventory is the Sync API's type, v1alpha1.Inventory
+// (a Sync's status.inventory; `converge apply` keeps the same entries in
+// a ConfigMap, see reconciler.ConfigMapStore); this package is pure
+// functions on it, as fluxcd/kustomize-controller's internal/inventory
+// works on its API's ResourceInventory.
 package inventory
 
 import (
@@ -14,34 +19,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
-// Entry is one applied object.
-type Entry struct {
-	// ID is "<namespace>_<name>_<group>_<kind>" (Flux's format; the
-	// namespace is empty for cluster-scoped objects).
-	ID string `json:"id"`
-	// Version is the API version the object was applied with.
-	Version string `json:"v"`
-	// Digest is the sha256 of the desired object as applied.
-	Digest string `json:"d,omitempty"`
-	// ResourceVersion is the object's resourceVersion after the apply.
-	ResourceVersion string `json:"rv,omitempty"`
-	// Component is the graph component that derives the object (a
-	// graph.Node name such as "virt", or "crds" for the generated CRDs);
-	// empty in inventories written before converge recorded it.
-	Component string `json:"c,omitempty"`
-}
-
-// Inventory is the applied set for one revision.
-type Inventory struct {
-	// Revision is the config revision the set was applied from.
-	Revision string `json:"revision,omitempty"`
-	// Entries are sorted by ID.
-	Entries []Entry `json:"entries"`
-}
-
-// ID returns the inventory ID of u.
+// ID returns the inventory ID of u: "<namespace>_<name>_<group>_<kind>"
+// (Flux's format; the namespace is empty for cluster-scoped objects).
 func ID(u *unstructured.Unstructured) string {
 	return IDOf(u.GetNamespace(), u.GetName(), u.GroupVersionKind().GroupKind())
 }
@@ -51,7 +34,8 @@ func IDOf(namespace, name string, gk schema.GroupKind) string {
 	return strings.Join([]string{namespace, name, gk.Group, gk.Kind}, "_")
 }
 
-// Digest returns the sha256 (hex) of u's canonical JSON.
+// Digest returns the sha256 (hex) of u's canonical JSON, the Digest of
+// its inventory entry.
 func Digest(u *unstructured.Unstructured) string {
 	b, err := json.Marshal(u.Object) // map keys are sorted: canonical
 	if err != nil {
@@ -70,15 +54,18 @@ func ParseID(id string) (ns, name string, gk schema.GroupKind, err error) {
 	return p[0], p[1], schema.GroupKind{Group: p[2], Kind: p[3]}, nil
 }
 
-// Sort sorts entries by ID in place and returns inv.
-func (inv *Inventory) Sort() *Inventory {
-	sort.Slice(inv.Entries, func(i, j int) bool { return inv.Entries[i].ID < inv.Entries[j].ID })
+// Sort sorts the entries of inv by ID in place and returns inv (nil
+// stays nil).
+func Sort(inv *v1alpha1.Inventory) *v1alpha1.Inventory {
+	if inv != nil {
+		sort.Slice(inv.Entries, func(i, j int) bool { return inv.Entries[i].ID < inv.Entries[j].ID })
+	}
 	return inv
 }
 
-// Index returns the entries by ID.
-func (inv *Inventory) Index() map[string]Entry {
-	m := map[string]Entry{}
+// Index returns the entries of inv by ID; an empty map for nil.
+func Index(inv *v1alpha1.Inventory) map[string]v1alpha1.InventoryEntry {
+	m := map[string]v1alpha1.InventoryEntry{}
 	if inv == nil {
 		return m
 	}
@@ -88,14 +75,14 @@ func (inv *Inventory) Index() map[string]Entry {
 	return m
 }
 
-// Stale returns the entries of old whose ID is not in next: the objects
-// to prune. Either may be nil.
-func Stale(old, next *Inventory) []Entry {
+// Stale returns the entries of old whose ID is not in next, in old's
+// order: the objects to prune. Either may be nil.
+func Stale(old, next *v1alpha1.Inventory) []v1alpha1.InventoryEntry {
 	if old == nil {
 		return nil
 	}
-	keep := next.Index()
-	var out []Entry
+	keep := Index(next)
+	var out []v1alpha1.InventoryEntry
 	for _, e := range old.Entries {
 		if _, ok := keep[e.ID]; !ok {
 			out = append(out, e)
@@ -105,8 +92,9 @@ func Stale(old, next *Inventory) []Entry {
 }
 
 // Object returns a skeleton unstructured object for e (apiVersion, kind,
-// namespace, name), e.g. to delete it.
-func (e Entry) Object() (*unstructured.Unstructured, error) {
+// namespace, name), e.g. to read or delete it; an error for a malformed
+// ID.
+func Object(e v1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
 	ns, name, gk, err := ParseID(e.ID)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 func obj(apiVersion, kind, ns, name string) *unstructured.Unstructured {
@@ -28,7 +30,7 @@ func TestIDRoundTrip(t *testing.T) {
 		if got := ID(tc.u); got != tc.id {
 			t.Errorf("ID = %q, want %q", got, tc.id)
 		}
-		back, err := Entry{ID: tc.id, Version: tc.u.GetAPIVersion()}.Object()
+		back, err := Object(v1alpha1.InventoryEntry{ID: tc.id, Version: tc.u.GetAPIVersion()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,16 +45,16 @@ func TestIDRoundTrip(t *testing.T) {
 }
 
 func TestStale(t *testing.T) {
-	inv := func(ids ...string) *Inventory {
-		i := &Inventory{}
+	inv := func(ids ...string) *v1alpha1.Inventory {
+		i := &v1alpha1.Inventory{}
 		for _, id := range ids {
-			i.Entries = append(i.Entries, Entry{ID: id})
+			i.Entries = append(i.Entries, v1alpha1.InventoryEntry{ID: id})
 		}
 		return i
 	}
 	for _, tc := range []struct {
 		name      string
-		old, next *Inventory
+		old, next *v1alpha1.Inventory
 		want      []string
 	}{
 		{"no previous inventory", nil, inv("a_b_c_d"), nil},
@@ -90,7 +92,7 @@ func TestDigest(t *testing.T) {
 // inventory ConfigMap use them) and that an entry without a component,
 // as older controllers wrote, reads back with an empty one.
 func TestEntryJSON(t *testing.T) {
-	e := Entry{ID: "ns_kv_kubevirt.io_KubeVirt", Version: "kubevirt.io/v1", Digest: "abc", ResourceVersion: "12", Component: "virt"}
+	e := v1alpha1.InventoryEntry{ID: "ns_kv_kubevirt.io_KubeVirt", Version: "kubevirt.io/v1", Digest: "abc", ResourceVersion: "12", Component: "virt"}
 	b, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +100,23 @@ func TestEntryJSON(t *testing.T) {
 	if want := `{"id":"ns_kv_kubevirt.io_KubeVirt","v":"kubevirt.io/v1","d":"abc","rv":"12","c":"virt"}`; string(b) != want {
 		t.Errorf("JSON %s, want %s", b, want)
 	}
-	var old Entry
+	var old v1alpha1.InventoryEntry
 	if err := json.Unmarshal([]byte(`{"id":"a_b_c_d","v":"v1"}`), &old); err != nil || old.Component != "" || old.ID != "a_b_c_d" {
 		t.Errorf("old entry read as %+v (%v)", old, err)
+	}
+}
+
+// TestSortIndex sorts an inventory by ID in place and indexes it; a nil
+// inventory sorts to nil and indexes to an empty map.
+func TestSortIndex(t *testing.T) {
+	inv := &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{{ID: "b_x__ConfigMap", Version: "v1"}, {ID: "_a__Namespace", Version: "v1"}}}
+	if got := Sort(inv); got != inv || inv.Entries[0].ID != "_a__Namespace" || inv.Entries[1].ID != "b_x__ConfigMap" {
+		t.Errorf("Sort = %+v, want the same inventory sorted by ID", got)
+	}
+	if idx := Index(inv); len(idx) != 2 || idx["b_x__ConfigMap"].Version != "v1" {
+		t.Errorf("Index = %+v", idx)
+	}
+	if Sort(nil) != nil || len(Index(nil)) != 0 {
+		t.Error("nil inventory: Sort or Index not nil-safe")
 	}
 }
