@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/nodeendpoint"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
@@ -140,16 +141,16 @@ func (e *env) token(t *testing.T, pvc string) string {
 	return utr.Status.Token
 }
 
-func (e *env) endpoint(t *testing.T) uploadserver.Endpoint {
+func (e *env) endpoint(t *testing.T) nodeendpoint.Endpoint {
 	t.Helper()
-	var ep uploadserver.Endpoint
+	var ep nodeendpoint.Endpoint
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		n := &corev1.Node{}
 		if e.c.Get(context.Background(), types.NamespacedName{Name: node}, n) != nil {
 			return false
 		}
 		var err error
-		ep, err = uploadserver.EndpointFromNode(n)
+		ep, err = nodeendpoint.Upload.FromNode(n)
 		return err == nil
 	})
 	return ep

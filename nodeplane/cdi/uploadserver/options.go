@@ -24,7 +24,7 @@ type Options struct {
 	BindAddress string
 	// AdvertiseAddress is the host:port clients dial, published on the
 	// Node; empty: the bound host, else the Node's InternalIP, with the
-	// bound port (nodeendpoint.Service.AdvertiseAddress).
+	// bound port (endpoint.AdvertiseAddress).
 	AdvertiseAddress string
 	// CertLifetime is the serving certificate's lifetime; a new one is
 	// made at every start.

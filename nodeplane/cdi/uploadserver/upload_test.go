@@ -18,8 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
-	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
@@ -38,7 +38,7 @@ func TestUpload(t *testing.T) {
 	ep := e.endpoint(t)
 
 	start := time.Now()
-	msg, err := uploadserver.Upload(ctx, ep, e.token(t, "disk"), bytes.NewReader(qcow2), int64(len(qcow2)), uploadserver.UploadOptions{})
+	msg, err := nodeclient.Upload(ctx, ep, e.token(t, "disk"), bytes.NewReader(qcow2), int64(len(qcow2)), nodeclient.UploadOptions{})
 	must(t, err)
 	d := time.Since(start)
 	t.Logf("server: %s", msg)
@@ -61,7 +61,7 @@ func TestUpload(t *testing.T) {
 		t.Fatalf("disk.img %s (%d bytes) differs from the raw image %s (%d bytes)", sha(got), len(got), sha(raw), len(raw))
 	}
 	// a second upload into a Succeeded DataVolume is refused
-	if _, err := uploadserver.Upload(ctx, ep, e.token(t, "disk"), bytes.NewReader(qcow2), int64(len(qcow2)), uploadserver.UploadOptions{}); !refused(err, http.StatusConflict) {
+	if _, err := nodeclient.Upload(ctx, ep, e.token(t, "disk"), bytes.NewReader(qcow2), int64(len(qcow2)), nodeclient.UploadOptions{}); !refused(err, http.StatusConflict) {
 		t.Errorf("upload into a Succeeded DataVolume: got %v, want 409", err)
 	}
 
@@ -100,7 +100,7 @@ func TestUpload(t *testing.T) {
 		{"no such DataVolume", e.token(t, "nothere"), http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := uploadserver.Upload(ctx, ep, tc.token, bytes.NewReader(qcow2), int64(len(qcow2)), uploadserver.UploadOptions{})
+			_, err := nodeclient.Upload(ctx, ep, tc.token, bytes.NewReader(qcow2), int64(len(qcow2)), nodeclient.UploadOptions{})
 			if !refused(err, tc.code) {
 				t.Fatalf("got %v, want refusal %d", err, tc.code)
 			}
@@ -121,7 +121,7 @@ func TestUpload(t *testing.T) {
 	t.Logf("refusals done at %v", time.Since(t0))
 	// not an image: Failed with the importer's reason, nothing in place
 	html := []byte("<!DOCTYPE html><html><body>login</body></html>\n")
-	if _, err := uploadserver.Upload(ctx, ep, e.token(t, "target"), bytes.NewReader(html), int64(len(html)), uploadserver.UploadOptions{}); !refused(err, http.StatusBadRequest) {
+	if _, err := nodeclient.Upload(ctx, ep, e.token(t, "target"), bytes.NewReader(html), int64(len(html)), nodeclient.UploadOptions{}); !refused(err, http.StatusBadRequest) {
 		t.Fatalf("HTML upload: got %v, want 400", err)
 	}
 	dv = e.waitPhase(t, "target", cdiv1.Failed)
@@ -152,7 +152,7 @@ func TestUploadAsync(t *testing.T) {
 
 	wrong := ep
 	wrong.CertSHA256 = "00" + ep.CertSHA256[2:]
-	if _, err := uploadserver.Upload(ctx, wrong, e.token(t, "big"), bytes.NewReader(raw), int64(len(raw)), uploadserver.UploadOptions{}); err == nil {
+	if _, err := nodeclient.Upload(ctx, wrong, e.token(t, "big"), bytes.NewReader(raw), int64(len(raw)), nodeclient.UploadOptions{}); err == nil {
 		t.Fatal("upload to a server whose certificate is not the pinned one: want an error")
 	} else {
 		t.Logf("wrong pin: %v", err)
@@ -162,7 +162,7 @@ func TestUploadAsync(t *testing.T) {
 	}
 
 	start := time.Now()
-	msg, err := uploadserver.Upload(ctx, ep, e.token(t, "big"), bytes.NewReader(raw), int64(len(raw)), uploadserver.UploadOptions{Async: true})
+	msg, err := nodeclient.Upload(ctx, ep, e.token(t, "big"), bytes.NewReader(raw), int64(len(raw)), nodeclient.UploadOptions{Async: true})
 	must(t, err)
 	body := time.Since(start)
 	t.Logf("server: %s", msg)
@@ -196,7 +196,7 @@ func findCond(dv *cdiv1.DataVolume, ty cdiv1.DataVolumeConditionType) *cdiv1.Dat
 }
 
 func refused(err error, code int) bool {
-	var re *uploadserver.RefusedError
+	var re *nodeclient.UploadRefusedError
 	return errors.As(err, &re) && re.Code == code
 }
 

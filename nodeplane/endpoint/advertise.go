@@ -1,18 +1,20 @@
-package nodeendpoint
+package endpoint
 
 import (
 	"fmt"
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/converge-dev/converge/api/nodeendpoint"
 )
 
-// AdvertiseAddress gives the address to publish for a listener bound to
+// AdvertiseAddress gives the address to publish for s's listener bound to
 // bound (host:port, as net.Listener.Addr gives it): advertise when set
 // (it must be host:port); else the bound host when it is a specific
 // address; else the Node's first InternalIP, then ExternalIP, with the
 // bound port. The error names the Node when it has neither.
-func (s Service) AdvertiseAddress(advertise string, bound net.Addr, node *corev1.Node) (string, error) {
+func AdvertiseAddress(s nodeendpoint.Service, advertise string, bound net.Addr, node *corev1.Node) (string, error) {
 	if advertise != "" {
 		if _, _, err := net.SplitHostPort(advertise); err != nil {
 			return "", fmt.Errorf("%s advertise address %q: want host:port", s.Name, advertise)

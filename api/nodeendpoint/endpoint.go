@@ -1,15 +1,11 @@
 package nodeendpoint
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Endpoint is where a node's agent serves a Service and the fingerprint of
@@ -22,7 +18,8 @@ type Endpoint struct {
 }
 
 // Service names one kind of node endpoint: the annotations it is
-// published as and the words its messages use.
+// published as and the words its messages use. Console and Upload are
+// the two there are.
 type Service struct {
 	// Name is the service in messages: "console" gives "console server",
 	// "no console endpoint", "console serving certificate".
@@ -68,25 +65,4 @@ func (s Service) FromNode(node *corev1.Node) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("Node %s: %w", node.Name, err)
 	}
 	return e, nil
-}
-
-// Publish records e on the Node nodeName as s's two annotations with a
-// JSON merge patch, leaving every other annotation alone (the agent needs
-// patch on nodes). Errors name the Node: "Node n1: publishing console
-// endpoint: …".
-func (s Service) Publish(ctx context.Context, c client.Client, nodeName string, e Endpoint) error {
-	if err := s.Validate(e); err != nil {
-		return fmt.Errorf("Node %s: publishing %s endpoint: %w", nodeName, s.Name, err)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		s.AddressAnnotation: e.Address, s.CertSHA256Annotation: e.CertSHA256}}})
-	if err != nil {
-		return err
-	}
-	node := &corev1.Node{}
-	node.Name = nodeName
-	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("Node %s: publishing %s endpoint: %w", nodeName, s.Name, err)
-	}
-	return nil
 }

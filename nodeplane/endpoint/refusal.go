@@ -1,4 +1,4 @@
-package nodeendpoint
+package endpoint
 
 import "fmt"
 
