@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // TestChain runs the whole storage chain with no stand-in (newChain: a
@@ -62,9 +62,9 @@ func TestChain(t *testing.T) {
 	getPVC := func() bool { return c.Get(ctx, key, pvc) == nil }
 	steps.wait("PVC created by the DataVolume controller", getPVC)
 	steps.wait("node selected (volume.kubernetes.io/selected-node)", func() bool {
-		return getPVC() && pvc.Annotations[datavolume.AnnSelectedNode] != ""
+		return getPVC() && pvc.Annotations[dvapi.AnnSelectedNode] != ""
 	})
-	if got := pvc.Annotations[datavolume.AnnSelectedNode]; got != node {
+	if got := pvc.Annotations[dvapi.AnnSelectedNode]; got != node {
 		t.Fatalf("PVC %s: selected node %q, want %s", key, got, node)
 	}
 	pvName := "pvc-" + string(pvc.UID) // the provisioner library's PV name
@@ -81,7 +81,7 @@ func TestChain(t *testing.T) {
 		t.Fatalf("DataVolume %s: phase %s, want Succeeded; conditions %+v", key, dv.Status.Phase, dv.Status.Conditions)
 	}
 	wantCond(t, dv, cdiv1.DataVolumeReady, corev1.ConditionTrue, "")
-	wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, datavolume.ReasonBound)
+	wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, dvapi.ReasonBound)
 	wantEvent(t, waitEvents(t, c, key.Name, importcontroller.EventImportSucceeded, 1), corev1.EventTypeNormal, importcontroller.EventImportSucceeded, "Successfully imported into PVC "+key.Name)
 	if pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != pvName || pv.Spec.CSI.VolumeAttributes[hostpath.ParameterStoragePool] != poolDir {
 		t.Errorf("PV %s: CSI source %+v, want handle %s in pool %s", pvName, pv.Spec.CSI, pvName, poolDir)

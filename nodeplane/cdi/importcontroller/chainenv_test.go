@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
@@ -168,7 +169,7 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 	})
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		got := &corev1.Node{}
-		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[datavolume.ImporterNodeLabel] == "true"
+		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[v1alpha1.ImporterNodeLabel] == "true"
 	})
 	return &chain{cp: cp, c: c, pool: pool}
 }

@@ -21,6 +21,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
@@ -76,7 +78,7 @@ func newEnv(t *testing.T) *env {
 	// The agent labels its node.
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		got := &corev1.Node{}
-		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[datavolume.ImporterNodeLabel] == "true"
+		return c.Get(ctx, types.NamespacedName{Name: node}, got) == nil && got.Labels[v1alpha1.ImporterNodeLabel] == "true"
 	})
 	go e.provision(t, mctx)
 	return e
@@ -101,7 +103,7 @@ func (e *env) provision(t *testing.T, ctx context.Context) {
 		if err := e.c.List(ctx, list); err == nil {
 			for i := range list.Items {
 				pvc := &list.Items[i]
-				sel := pvc.Annotations[datavolume.AnnSelectedNode]
+				sel := pvc.Annotations[dvapi.AnnSelectedNode]
 				if done[string(pvc.UID)] || sel == "" || pvc.Status.Phase == corev1.ClaimBound {
 					continue
 				}

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/importer"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // TestImport drives DataVolumes end to end through the real API server:
@@ -62,8 +62,8 @@ func TestImport(t *testing.T) {
 			t.Errorf("progress %q, want 100.0%%", dv.Status.Progress)
 		}
 		wantCond(t, dv, cdiv1.DataVolumeReady, corev1.ConditionTrue, "")
-		wantCond(t, dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, datavolume.ReasonCompleted)
-		wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, datavolume.ReasonBound)
+		wantCond(t, dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, dvapi.ReasonCompleted)
+		wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, dvapi.ReasonBound)
 		evs := waitEvents(t, e.c, "fedora", importcontroller.EventImportSucceeded, 1)
 		wantEvent(t, evs, corev1.EventTypeNormal, importcontroller.EventImportInProgress, "Import into fedora in progress")
 		wantEvent(t, evs, corev1.EventTypeNormal, importcontroller.EventImportSucceeded, "Successfully imported into PVC fedora")
@@ -94,7 +94,7 @@ func TestImport(t *testing.T) {
 		}
 		pvc := &corev1.PersistentVolumeClaim{}
 		must(t, e.c.Get(t.Context(), keyOf("fedora"), pvc))
-		if pvc.Annotations[datavolume.AnnEndpoint] != url+"/disk.qcow2" || pvc.Annotations[datavolume.AnnSelectedNode] != node {
+		if pvc.Annotations[dvapi.AnnEndpoint] != url+"/disk.qcow2" || pvc.Annotations[dvapi.AnnSelectedNode] != node {
 			t.Errorf("PVC annotations %v: want the endpoint and selected node %s", pvc.Annotations, node)
 		}
 	})
@@ -188,7 +188,7 @@ func wantEvent(t *testing.T, evs []corev1.Event, typ, reason, msg string) {
 
 func wantCond(t *testing.T, dv *cdiv1.DataVolume, typ cdiv1.DataVolumeConditionType, status corev1.ConditionStatus, reason string) *cdiv1.DataVolumeCondition {
 	t.Helper()
-	c := datavolume.FindCondition(dv.Status.Conditions, typ)
+	c := dvapi.FindCondition(dv.Status.Conditions, typ)
 	if c == nil {
 		t.Errorf("DataVolume %s: no %s condition", dv.Name, typ)
 		return nil

@@ -17,10 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
@@ -81,13 +81,13 @@ func TestUploadChain(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	getPVC := func() bool { return c.Get(ctx, key, pvc) == nil }
 	steps.wait("PVC created by the DataVolume controller", getPVC)
-	if v, ok := pvc.Annotations[datavolume.AnnUploadRequest]; !ok || v != "" || pvc.Annotations[datavolume.AnnSource] != datavolume.SourceUpload {
-		t.Errorf("PVC %s: annotations %v, want %s=\"\" and %s=%s", key, pvc.Annotations, datavolume.AnnUploadRequest, datavolume.AnnSource, datavolume.SourceUpload)
+	if v, ok := pvc.Annotations[dvapi.AnnUploadRequest]; !ok || v != "" || pvc.Annotations[dvapi.AnnSource] != dvapi.SourceUpload {
+		t.Errorf("PVC %s: annotations %v, want %s=\"\" and %s=%s", key, pvc.Annotations, dvapi.AnnUploadRequest, dvapi.AnnSource, dvapi.SourceUpload)
 	}
 	steps.wait("phase UploadScheduled, node selected", func() bool {
-		return getDV() && dv.Status.Phase == cdiv1.UploadScheduled && getPVC() && pvc.Annotations[datavolume.AnnSelectedNode] != ""
+		return getDV() && dv.Status.Phase == cdiv1.UploadScheduled && getPVC() && pvc.Annotations[dvapi.AnnSelectedNode] != ""
 	})
-	if got := pvc.Annotations[datavolume.AnnSelectedNode]; got != node {
+	if got := pvc.Annotations[dvapi.AnnSelectedNode]; got != node {
 		t.Fatalf("PVC %s: selected node %q, want %s", key, got, node)
 	}
 	pvName := "pvc-" + string(pvc.UID)
@@ -132,7 +132,7 @@ func TestUploadChain(t *testing.T) {
 		t.Fatalf("image-upload exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	wantCond(t, dv, cdiv1.DataVolumeReady, corev1.ConditionTrue, "")
-	wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, datavolume.ReasonBound)
+	wantCond(t, dv, cdiv1.DataVolumeBound, corev1.ConditionTrue, dvapi.ReasonBound)
 	if dv.Status.RestartCount != 0 {
 		t.Errorf("DataVolume %s: restartCount %d: the importer touched an upload DataVolume", key, dv.Status.RestartCount)
 	}

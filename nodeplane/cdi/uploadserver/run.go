@@ -20,8 +20,8 @@ import (
 // Setup adds the node's upload role to mgr (scheme with core/v1 and
 // cdi.kubevirt.io/v1beta1): the HTTPS server (Run) and, once the
 // DataVolume CRD is established, the ReadyMarker controller. The
-// cdi-importer agent calls it next to cdiimport.Setup with the same
-// cdiimport.Options in opts.Volumes.
+// cdi-importer agent calls it next to importcontroller.Setup with the same
+// importcontroller.Options in opts.Volumes.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Volumes.NodeName == "" || len(opts.Volumes.Pools) == 0 {
 		return errors.New("upload server: node name and at least one storage pool are required")

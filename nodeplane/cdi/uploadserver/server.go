@@ -18,13 +18,13 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/api/uploadtoken"
 	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/importer"
 	"github.com/converge-dev/converge/nodeplane/endpoint"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
-	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // ReasonUploadFailed is the Running/Ready reason of an upload failure

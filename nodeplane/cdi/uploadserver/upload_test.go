@@ -18,9 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
-	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // TestUpload uploads a qcow2 image made with qemu-img into an upload
@@ -76,15 +76,15 @@ func TestUpload(t *testing.T) {
 	now := time.Now()
 	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
-	sign := func(k *ecdsa.PrivateKey, c uploadtoken.Claims) string {
-		s, err := uploadtoken.Sign(k, c)
+	sign := func(k *ecdsa.PrivateKey, c tokenapi.Claims) string {
+		s, err := tokenapi.Sign(k, c)
 		must(t, err)
 		return s
 	}
-	claims := func(name string, op uploadtoken.Operation, iat, exp time.Time) uploadtoken.Claims {
-		return uploadtoken.Claims{Operation: op, Name: name, Namespace: ns, Resource: uploadtoken.PVCResource, IssuedAt: iat, Expiry: exp}
+	claims := func(name string, op tokenapi.Operation, iat, exp time.Time) tokenapi.Claims {
+		return tokenapi.Claims{Operation: op, Name: name, Namespace: ns, Resource: tokenapi.PVCResource, IssuedAt: iat, Expiry: exp}
 	}
-	valid := claims("target", uploadtoken.OperationUpload, now, now.Add(time.Minute))
+	valid := claims("target", tokenapi.OperationUpload, now, now.Add(time.Minute))
 	for _, tc := range []struct {
 		name  string
 		token string
@@ -93,7 +93,7 @@ func TestUpload(t *testing.T) {
 		{"missing token", "", http.StatusUnauthorized},
 		{"garbage token", "not.a.jwt", http.StatusUnauthorized},
 		{"forged (other key)", sign(forger, valid), http.StatusUnauthorized},
-		{"expired", sign(key, claims("target", uploadtoken.OperationUpload, now.Add(-10*time.Minute), now.Add(-5*time.Minute))), http.StatusUnauthorized},
+		{"expired", sign(key, claims("target", tokenapi.OperationUpload, now.Add(-10*time.Minute), now.Add(-5*time.Minute))), http.StatusUnauthorized},
 		{"clone operation", sign(key, claims("target", "Clone", now, now.Add(time.Minute))), http.StatusForbidden},
 		{"volume on another node", e.token(t, "elsewhere"), http.StatusForbidden},
 		{"DataVolume with an http source", e.token(t, "fromhttp"), http.StatusForbidden},
@@ -205,9 +205,9 @@ func (e *env) signingKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
 	sec := &corev1.Secret{}
 	must(t, e.c.Get(context.Background(), e.uo.KeySecret, sec))
-	blk, _ := pem.Decode(sec.Data[uploadtoken.PrivateKeyField])
+	blk, _ := pem.Decode(sec.Data[tokenapi.PrivateKeyField])
 	if blk == nil {
-		t.Fatalf("Secret %s: no PEM in %s", e.uo.KeySecret, uploadtoken.PrivateKeyField)
+		t.Fatalf("Secret %s: no PEM in %s", e.uo.KeySecret, tokenapi.PrivateKeyField)
 	}
 	k, err := x509.ParseECPrivateKey(blk.Bytes)
 	must(t, err)
