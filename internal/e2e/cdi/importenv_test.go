@@ -1,8 +1,7 @@
-package importcontroller_test
+package cdi_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -31,9 +30,9 @@ import (
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
+// scName is the chain's StorageClass of the hostpath CSI driver and
+// poolDir the name of its storage pool on node.
 const (
-	node    = "node-a"
-	ns      = "vms"
 	scName  = "hostpath-csi"
 	poolDir = "local"
 )
@@ -41,15 +40,18 @@ const (
 // env is a real API server with the engine's DataVolume CRD, the
 // DataVolume controller and the cdi-importer agent of node-a running in
 // one manager, and a storage pool in a temporary directory.
-type env struct {
+type importEnv struct {
 	c      client.Client
 	pool   hostpath.Pool
 	driver *hostpath.Driver
 }
 
-func newEnv(t *testing.T) *env {
+func newImportEnv(t *testing.T) *importEnv {
 	t.Helper()
 	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
+	// The managers' logs are not needed (failures show in the DataVolume
+	// status the tests check).
+	ctrl.SetLogger(logr.Discard())
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
 	ctx := context.Background()
 	crdtest.Install(t, c, "datavolumes")
@@ -63,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	must(t, c.Status().Update(ctx, n))
 
-	e := &env{c: c}
+	e := &importEnv{c: c}
 	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
 	dvo := datavolume.DefaultOptions()
 	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
@@ -84,10 +86,6 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// The managers' logs are not needed (failures show in the DataVolume
-// status the tests check).
-func init() { ctrl.SetLogger(logr.Discard()) }
-
 // provision plays the provisioner and the PV controller, which do not
 // run in this test (chain_test.go runs the real ones with
 // kube-controller-manager): for each PVC of the StorageClass with
@@ -96,7 +94,7 @@ func init() { ctrl.SetLogger(logr.Discard()) }
 // driver with node affinity to that node and a claimRef, then binds the
 // PVC (spec.volumeName, then status.phase Bound through the status
 // subresource), as the PV controller would.
-func (e *env) provision(t *testing.T, ctx context.Context) {
+func (e *importEnv) provision(t *testing.T, ctx context.Context) {
 	done := map[string]bool{}
 	for ctx.Err() == nil {
 		list := &corev1.PersistentVolumeClaimList{}
@@ -120,7 +118,7 @@ func (e *env) provision(t *testing.T, ctx context.Context) {
 	}
 }
 
-func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeName string) error {
+func (e *importEnv) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeName string) error {
 	v := storagetest.Volume{ID: "pvc-" + string(pvc.UID), Size: pvc.Spec.Resources.Requests[corev1.ResourceStorage], Pool: e.pool, Node: nodeName,
 		Block: pvc.Spec.VolumeMode != nil && *pvc.Spec.VolumeMode == corev1.PersistentVolumeBlock}
 	if err := v.Create(ctx, e.driver); err != nil {
@@ -145,7 +143,7 @@ func (e *env) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, nodeN
 // createDV creates a DataVolume of size on the test StorageClass with the
 // given source, unstructured so converge's checksum extension field can
 // be set.
-func (e *env) createDV(t *testing.T, name, size string, source map[string]any) {
+func (e *importEnv) createDV(t *testing.T, name, size string, source map[string]any) {
 	t.Helper()
 	dv := map[string]any{
 		"apiVersion": "cdi.kubevirt.io/v1beta1", "kind": "DataVolume",
@@ -158,7 +156,7 @@ func (e *env) createDV(t *testing.T, name, size string, source map[string]any) {
 	must(t, e.c.Create(context.Background(), &unstructured.Unstructured{Object: dv}))
 }
 
-func (e *env) dv(t *testing.T, name string) *cdiv1.DataVolume {
+func (e *importEnv) dv(t *testing.T, name string) *cdiv1.DataVolume {
 	t.Helper()
 	dv := &cdiv1.DataVolume{}
 	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, dv))
@@ -166,7 +164,7 @@ func (e *env) dv(t *testing.T, name string) *cdiv1.DataVolume {
 }
 
 // waitPhase waits for one of the phases and gives the DataVolume.
-func (e *env) waitPhase(t *testing.T, name string, phases ...cdiv1.DataVolumePhase) *cdiv1.DataVolume {
+func (e *importEnv) waitPhase(t *testing.T, name string, phases ...cdiv1.DataVolumePhase) *cdiv1.DataVolume {
 	t.Helper()
 	var dv *cdiv1.DataVolume
 	controlplane.Eventually(t, 60*time.Second, func() bool {
@@ -182,7 +180,7 @@ func (e *env) waitPhase(t *testing.T, name string, phases ...cdiv1.DataVolumePha
 }
 
 // diskPath gives the disk.img of the DataVolume's volume.
-func (e *env) diskPath(t *testing.T, name string) string {
+func (e *importEnv) diskPath(t *testing.T, name string) string {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
 	must(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pvc))
@@ -222,17 +220,6 @@ func serve(t *testing.T, s *slowServer) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
-
-func sha(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func keyOf(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 
 // waitEvents waits until the DataVolume name has at least n Events of
 // reason from the agent, and gives all of its Events from the agent.

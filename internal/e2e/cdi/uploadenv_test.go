@@ -1,9 +1,7 @@
-package uploadserver_test
+package cdi_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -29,12 +27,7 @@ import (
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
-const (
-	node = "node-a"
-	ns   = "vms"
-)
-
-type env struct {
+type uploadEnv struct {
 	c      client.Client
 	driver *hostpath.Driver
 	pool   hostpath.Pool
@@ -43,7 +36,7 @@ type env struct {
 
 // newEnv starts an API server with the DataVolume and UploadTokenRequest
 // CRDs, the token issuer and node-a's upload server in one manager.
-func newEnv(t *testing.T) *env {
+func newUploadEnv(t *testing.T) *uploadEnv {
 	t.Helper()
 	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme, uploadv1.AddToScheme)
@@ -60,7 +53,7 @@ func newEnv(t *testing.T) *env {
 	}
 
 	ctrl.SetLogger(testr.New(t))
-	e := &env{c: c}
+	e := &uploadEnv{c: c}
 	e.driver, e.pool = storagetest.StartDriver(t, node, "local")
 	e.uo = uploadtoken.DefaultOptions()
 	e.uo.CRDPoll, e.uo.SkipNameValidation = 100*time.Millisecond, true
@@ -79,13 +72,13 @@ func newEnv(t *testing.T) *env {
 // uploadDV creates a DataVolume with source (upload when nil) and its
 // PVC Bound to a PV of nodeName, as the DataVolume controller and the
 // provisioner would, and gives the path of its disk image.
-func (e *env) uploadDV(t *testing.T, name, nodeName string, source map[string]any) string {
+func (e *uploadEnv) uploadDV(t *testing.T, name, nodeName string, source map[string]any) string {
 	t.Helper()
 	return e.uploadDVSize(t, name, nodeName, "8Mi", source)
 }
 
 // uploadDVSize is uploadDV with a PVC size.
-func (e *env) uploadDVSize(t *testing.T, name, nodeName, sizeStr string, source map[string]any) string {
+func (e *uploadEnv) uploadDVSize(t *testing.T, name, nodeName, sizeStr string, source map[string]any) string {
 	t.Helper()
 	ctx := context.Background()
 	if source == nil {
@@ -111,14 +104,14 @@ func (e *env) uploadDVSize(t *testing.T, name, nodeName, sizeStr string, source 
 	return filepath.Join(e.pool.Path, v.ID, "data", "disk.img")
 }
 
-func (e *env) dv(t *testing.T, name string) *cdiv1.DataVolume {
+func (e *uploadEnv) dv(t *testing.T, name string) *cdiv1.DataVolume {
 	t.Helper()
 	dv := &cdiv1.DataVolume{}
 	must(t, e.c.Get(context.Background(), keyOf(name), dv))
 	return dv
 }
 
-func (e *env) waitPhase(t *testing.T, name string, phase cdiv1.DataVolumePhase) *cdiv1.DataVolume {
+func (e *uploadEnv) waitPhase(t *testing.T, name string, phase cdiv1.DataVolumePhase) *cdiv1.DataVolume {
 	t.Helper()
 	var dv *cdiv1.DataVolume
 	controlplane.Eventually(t, 60*time.Second, func() bool {
@@ -129,7 +122,7 @@ func (e *env) waitPhase(t *testing.T, name string, phase cdiv1.DataVolumePhase) 
 }
 
 // token creates an UploadTokenRequest for pvc and waits for its token.
-func (e *env) token(t *testing.T, pvc string) string {
+func (e *uploadEnv) token(t *testing.T, pvc string) string {
 	t.Helper()
 	ctx := context.Background()
 	utr := &uploadv1.UploadTokenRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: pvc + "-", Namespace: ns},
@@ -141,7 +134,7 @@ func (e *env) token(t *testing.T, pvc string) string {
 	return utr.Status.Token
 }
 
-func (e *env) endpoint(t *testing.T) nodeendpoint.Endpoint {
+func (e *uploadEnv) endpoint(t *testing.T) nodeendpoint.Endpoint {
 	t.Helper()
 	var ep nodeendpoint.Endpoint
 	controlplane.Eventually(t, 30*time.Second, func() bool {
@@ -155,14 +148,3 @@ func (e *env) endpoint(t *testing.T) nodeendpoint.Endpoint {
 	})
 	return ep
 }
-
-func sha(b []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(b)) }
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func keyOf(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }

@@ -1,4 +1,4 @@
-package uploadserver_test
+package cdi_test
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ import (
 // DataVolume, and checks its disk image was never created.
 func TestUpload(t *testing.T) {
 	t0 := time.Now()
-	e := newEnv(t)
+	e := newUploadEnv(t)
 	t.Logf("environment up in %v", time.Since(t0))
 	ctx := context.Background()
 	raw, qcow2 := storagetest.Images(t)
@@ -138,7 +138,7 @@ func TestUpload(t *testing.T) {
 // the body is in), waits for Succeeded and compares the bytes; it logs the
 // throughput. A client pinning another certificate never sends a byte.
 func TestUploadAsync(t *testing.T) {
-	e := newEnv(t)
+	e := newUploadEnv(t)
 	ctx := context.Background()
 	raw := make([]byte, 64<<20)
 	for i := 0; i < len(raw); i += 4096 {
@@ -177,7 +177,7 @@ func TestUploadAsync(t *testing.T) {
 	}
 }
 
-func updatePhase(e *env, name string, p cdiv1.DataVolumePhase) error {
+func updatePhase(e *uploadEnv, name string, p cdiv1.DataVolumePhase) error {
 	dv := &cdiv1.DataVolume{}
 	if err := e.c.Get(context.Background(), keyOf(name), dv); err != nil {
 		return err
@@ -201,7 +201,7 @@ func refused(err error, code int) bool {
 }
 
 // signingKey reads the issuer's key from its Secret (the test is admin).
-func (e *env) signingKey(t *testing.T) *ecdsa.PrivateKey {
+func (e *uploadEnv) signingKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
 	sec := &corev1.Secret{}
 	must(t, e.c.Get(context.Background(), e.uo.KeySecret, sec))

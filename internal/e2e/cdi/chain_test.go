@@ -1,4 +1,4 @@
-package importcontroller_test
+package cdi_test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // TestChain runs the whole storage chain with no stand-in (newChain: a
 // real kube-apiserver and etcd; kube-controller-manager; the DataVolume
 // controller; node-a's hostpath CSI driver with its PVC provisioner and
-// its cdi-importer agent through cdiimport.Run) and a qcow2 image made
+// its cdi-importer agent through importcontroller.Run) and a qcow2 image made
 // with qemu-img served on loopback.
 //
 // A DataVolume of StorageClass hostpath-csi (WaitForFirstConsumer, pool

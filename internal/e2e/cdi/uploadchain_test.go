@@ -1,4 +1,4 @@
-package importcontroller_test
+package cdi_test
 
 import (
 	"bytes"
@@ -26,9 +26,9 @@ import (
 
 // TestUploadChain runs a DataVolume upload end to end with no stand-in:
 // the chain of TestChain (newChain) with the upload token issuer
-// (upload.Setup, as converge-controller wires it) in the controller
+// (uploadtoken.Setup, as converge-controller wires it) in the controller
 // manager and the upload server in the cdi-importer agent's process
-// (cdiimport.Options.Setups with cdiupload.Setup, as `converge-node
+// (importcontroller.Options.Setups with uploadserver.Setup, as `converge-node
 // cdi-importer` does), and the real CLI code path `converge image-upload
 // dv` (cli.RunContext) uploading a qcow2 made with qemu-img.
 //

@@ -1,4 +1,4 @@
-package importcontroller_test
+package cdi_test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // the DataVolume controller makes and places the PVC, the test binds it
 // as the provisioner and PV controller would, and the agent imports.
 func TestImport(t *testing.T) {
-	e := newEnv(t)
+	e := newImportEnv(t)
 	raw, qcow2 := storagetest.Images(t)
 	srv := &slowServer{files: map[string][]byte{"/disk.qcow2": qcow2, "/disk.raw": raw}, pause: 20 * time.Millisecond}
 	url := serve(t, srv)

@@ -1,4 +1,4 @@
-package importcontroller_test
+package cdi_test
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/go-logr/logr"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -42,7 +44,7 @@ var chainControllers = append(append([]string{}, controlplane.PersistentVolumeCo
 // (the DataVolume controller, plus what the caller adds); node-a's hostpath
 // CSI driver with its PVC provisioner (in-process, as `converge-node
 // hostpath-csi --kubeconfig` runs them; no mounts, so no root); and node-a's
-// cdi-importer agent through cdiimport.Run, as `converge-node cdi-importer`
+// cdi-importer agent through importcontroller.Run, as `converge-node cdi-importer`
 // runs it, in its own manager.
 type chain struct {
 	cp   *controlplane.Env
@@ -79,6 +81,9 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 		}
 		t.Skip(msg)
 	}
+	// The managers' logs are not needed (failures show in the DataVolume
+	// status the tests check; the kube-controller-manager log is shown).
+	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
 	t0 := time.Now()
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme, uploadv1.AddToScheme)
