@@ -9,18 +9,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/converge-dev/converge/api/uploadtoken"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
-	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 func init() { subcommands = append(subcommands, newCDIImportCommand) }
 
 // newCDIImportCommand is `converge-node cdi-importer`: the cdi-importer
-// node agent (package nodeplane/cdiimport) watching DataVolumes through
-// the API server, with the node's upload server (nodeplane/cdiupload) in
-// the same process unless --upload-bind-address is empty.
+// node agent (package nodeplane/cdi/importcontroller) watching DataVolumes
+// through the API server, with the node's upload server
+// (nodeplane/cdi/uploadserver) in the same process unless
+// --upload-bind-address is empty.
 func newCDIImportCommand() *cobra.Command {
 	opts := importcontroller.DefaultOptions()
 	up := uploadserver.DefaultOptions(opts)
@@ -109,6 +110,6 @@ node. Needs qemu-img (Debian qemu-utils).`,
 	f.StringVar(&opts.Importer.QemuImg, "qemu-img", opts.Importer.QemuImg, "qemu-img binary")
 	f.StringVar(&up.BindAddress, "upload-bind-address", up.BindAddress, "host:port of the HTTPS upload server (empty: no upload server)")
 	f.StringVar(&up.AdvertiseAddress, "upload-advertise-address", "", "host:port clients dial for uploads, published on the Node (default: the Node's InternalIP and the bound port)")
-	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+uploadtoken.DefaultOptions().PublicKeys.Name+" (converge-controller's namespace)")
+	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+uploadtoken.PublicKeysName+" (converge-controller's namespace)")
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 func init() { subcommands = append(subcommands, newImportCommand) }
 
 // newImportCommand is `converge-node import`: the cdi-importer role (package
-// nodeplane/importer) for one image, printing CDI-style progress lines.
+// nodeplane/cdi/importer) for one image, printing CDI-style progress lines.
 func newImportCommand() *cobra.Command {
 	opts := importer.DefaultOptions()
 	var src importer.Source

@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/converge-dev/converge/api/nodeendpoint"
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -189,7 +189,7 @@ func TestVMCommandAPI(t *testing.T) {
 		if c.Get(ctx, client.ObjectKey{Name: "n1"}, n) != nil {
 			return false
 		}
-		ep, err := console.EndpointFromNode(n)
+		ep, err := nodeendpoint.Console.FromNode(n)
 		return err == nil && strings.HasPrefix(ep.Address, "127.0.0.1:") && ep.Address != "127.0.0.1:0"
 	})
 

@@ -21,7 +21,8 @@ import (
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/internal/nodeclient"
 )
 
 // uploadScheme holds the types image-upload reads and writes.
@@ -139,7 +140,7 @@ func runImageUpload(ctx context.Context, g *globals, f *imageUploadFlags, name s
 		tty = term.IsTerminal(int(o.Fd()))
 	}
 	pr := &progressReader{r: file, total: st.Size(), out: g.stdout, tty: tty, start: time.Now()}
-	if _, err := uploadserver.Upload(ctx, ep, token, pr, st.Size(), uploadserver.UploadOptions{Insecure: f.insecure}); err != nil {
+	if _, err := nodeclient.Upload(ctx, ep, token, pr, st.Size(), nodeclient.UploadOptions{Insecure: f.insecure}); err != nil {
 		pr.end()
 		return fmt.Errorf("DataVolume %s: %w", key, err)
 	}
@@ -226,27 +227,27 @@ func waitDV(ctx context.Context, c client.Client, key types.NamespacedName, poll
 
 // uploadEndpoint follows the DataVolume's PVC to its PV and node, and reads
 // that Node's upload endpoint.
-func uploadEndpoint(ctx context.Context, c client.Client, dv *cdiv1.DataVolume) (uploadserver.Endpoint, error) {
+func uploadEndpoint(ctx context.Context, c client.Client, dv *cdiv1.DataVolume) (nodeendpoint.Endpoint, error) {
 	key := client.ObjectKeyFromObject(dv)
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := c.Get(ctx, key, pvc); err != nil {
-		return uploadserver.Endpoint{}, fmt.Errorf("DataVolume %s: PVC: %w", key, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("DataVolume %s: PVC: %w", key, err)
 	}
 	pv := &corev1.PersistentVolume{}
 	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		return uploadserver.Endpoint{}, fmt.Errorf("DataVolume %s: PersistentVolume %q: %w", key, pvc.Spec.VolumeName, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("DataVolume %s: PersistentVolume %q: %w", key, pvc.Spec.VolumeName, err)
 	}
-	nodeName := uploadserver.NodeOfPV(pv)
+	nodeName := nodeclient.NodeOfPV(pv)
 	if nodeName == "" {
-		return uploadserver.Endpoint{}, fmt.Errorf("DataVolume %s: PersistentVolume %s has no node affinity; expected a node-local (hostpath) volume", key, pv.Name)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("DataVolume %s: PersistentVolume %s has no node affinity; expected a node-local (hostpath) volume", key, pv.Name)
 	}
 	node := &corev1.Node{}
 	if err := c.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
-		return uploadserver.Endpoint{}, fmt.Errorf("DataVolume %s: Node %s: %w", key, nodeName, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("DataVolume %s: Node %s: %w", key, nodeName, err)
 	}
-	ep, err := uploadserver.EndpointFromNode(node)
+	ep, err := nodeendpoint.Upload.FromNode(node)
 	if err != nil {
-		return uploadserver.Endpoint{}, fmt.Errorf("DataVolume %s: %w", key, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("DataVolume %s: %w", key, err)
 	}
 	return ep, nil
 }

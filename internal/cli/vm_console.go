@@ -18,7 +18,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/vm/console"
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/internal/nodeclient"
 )
 
 // escapeByte is Ctrl+], which ends `converge vm console` as it ends
@@ -72,7 +73,7 @@ func runConsole(ctx context.Context, g *globals, stdin io.Reader, ns, name, toke
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := console.Dial(ctx, ep, token, ns, name)
+	s, err := nodeclient.DialConsole(ctx, ep, token, ns, name)
 	if err != nil {
 		return fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
 	}
@@ -135,24 +136,24 @@ func copyUntilEscape(dst io.Writer, stdin io.Reader) error {
 }
 
 // consoleEndpoint finds the node of VMI ns/name and its console endpoint.
-func consoleEndpoint(ctx context.Context, c client.Client, ns, name string) (console.Endpoint, error) {
+func consoleEndpoint(ctx context.Context, c client.Client, ns, name string) (nodeendpoint.Endpoint, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
 		if apierrors.IsNotFound(err) {
-			return console.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s not found (is the VirtualMachine started? converge vm start %s -n %s)", ns, name, name, ns)
+			return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s not found (is the VirtualMachine started? converge vm start %s -n %s)", ns, name, name, ns)
 		}
-		return console.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
 	}
 	if vmi.Status.NodeName == "" {
-		return console.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s is not scheduled to a node yet (phase %s)", ns, name, vmi.Status.Phase)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s is not scheduled to a node yet (phase %s)", ns, name, vmi.Status.Phase)
 	}
 	node := &corev1.Node{}
 	if err := c.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, node); err != nil {
-		return console.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: Node %s: %w", ns, name, vmi.Status.NodeName, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: Node %s: %w", ns, name, vmi.Status.NodeName, err)
 	}
-	ep, err := console.EndpointFromNode(node)
+	ep, err := nodeendpoint.Console.FromNode(node)
 	if err != nil {
-		return console.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
+		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
 	}
 	return ep, nil
 }

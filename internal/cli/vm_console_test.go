@@ -19,6 +19,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/nodeendpoint"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
@@ -101,7 +102,7 @@ func TestVMConsole(t *testing.T) {
 	}()
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		node := &corev1.Node{}
-		return c.Get(ctx, client.ObjectKey{Name: "node-a"}, node) == nil && node.Annotations[console.AddressAnnotation] != ""
+		return c.Get(ctx, client.ObjectKey{Name: "node-a"}, node) == nil && node.Annotations[nodeendpoint.ConsoleAddressAnnotation] != ""
 	})
 
 	// a kubeconfig whose user is the ServiceAccount (a bearer token)

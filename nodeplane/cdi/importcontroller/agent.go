@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // Run runs the agent against the API server of cfg until ctx ends: a
@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 }
 
 // Setup checks opts, labels the Node opts.NodeName
-// datavolume.ImporterNodeLabel=true when mgr starts, and registers the
+// v1alpha1.ImporterNodeLabel=true when mgr starts, and registers the
 // "cdi-importer" controller once the DataVolume CRD is established; it
 // records core/v1 Events on DataVolumes as EventSource (the agent's RBAC
 // needs create/patch on events). mgr's
@@ -86,19 +86,19 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}))
 }
 
-// labelNode sets datavolume.ImporterNodeLabel=true on Node name (merge
+// labelNode sets v1alpha1.ImporterNodeLabel=true on Node name (merge
 // patch, other labels untouched).
 func labelNode(ctx context.Context, c client.Client, name string) error {
 	n := &corev1.Node{}
 	if err := c.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
 		return fmt.Errorf("cdi-importer: Node %s: %w (expected the Node this agent runs on, --node-name)", name, err)
 	}
-	if n.Labels[datavolume.ImporterNodeLabel] == "true" {
+	if n.Labels[v1alpha1.ImporterNodeLabel] == "true" {
 		return nil
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, datavolume.ImporterNodeLabel)
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, v1alpha1.ImporterNodeLabel)
 	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("cdi-importer: labelling Node %s %s=true: %w", name, datavolume.ImporterNodeLabel, err)
+		return fmt.Errorf("cdi-importer: labelling Node %s %s=true: %w", name, v1alpha1.ImporterNodeLabel, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package cdiimport is converge's cdi-importer node agent (`converge-node
+// Package importcontroller is converge's cdi-importer node agent (`converge-node
 // cdi-importer`): on one node it fills the volumes of DataVolumes whose PVC
 // is Bound to a PersistentVolume of the hostpath CSI driver
 // (nodeplane/csi/hostpath) living on this node, and reports the
@@ -6,12 +6,12 @@
 // (kubevirt/containerized-data-importer cmd/cdi-importer) and of the
 // status CDI's import controller derives from that pod.
 //
-// Sources: spec.source.http goes through nodeplane/importer (download,
+// Sources: spec.source.http goes through nodeplane/cdi/importer (download,
 // checksum, qcow2 → raw with qemu-img, sparse, size check) into
 // <volume data dir>/disk.img for a Filesystem volume (CDI's file name) or
 // the volume's disk file for a Block volume; spec.source.blank makes a
 // sparse disk.img of the PVC size. spec.source.upload is skipped (not an
-// error): the upload server (nodeplane/cdiupload), run in the same process
+// error): the upload server (nodeplane/cdi/uploadserver), run in the same process
 // through Options.Setups, fills it. The checksum is the converge extension
 // spec.source.http.checksum; spec.source.http.certConfigMap names a
 // ConfigMap whose values are PEM CAs, as CDI.
@@ -47,6 +47,9 @@
 // Events (core/v1, source EventSource) on the DataVolume follow CDI's:
 // Normal ImportInProgress, Normal ImportSucceeded, Warning ImportFailed.
 //
-// On start the agent labels its Node datavolume.ImporterNodeLabel=true so
-// the DataVolume controller places WaitForFirstConsumer imports here.
+// On start the agent labels its Node v1alpha1.ImporterNodeLabel=true so
+// the DataVolume controller (operators/cdi/datavolume) places
+// WaitForFirstConsumer imports here. What the two sides share (the PVC
+// annotations, the conditions and their reasons, which phases belong to
+// the agent) is api/datavolume.
 package importcontroller

@@ -44,7 +44,7 @@ type Options struct {
 	SkipNameValidation bool
 	// Setups are called by Run with the agent's manager after Setup, to
 	// add more node roles to the same process (the upload server:
-	// cdiupload.Setup). An error stops Run.
+	// uploadserver.Setup). An error stops Run.
 	Setups []func(ctrl.Manager) error
 }
 

@@ -19,8 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdi/importer"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // ReasonImportFailed is the Running reason of a failure that carries no
@@ -57,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if datavolume.IsUpload(dv) {
-		return ctrl.Result{}, nil // the upload server (nodeplane/cdiupload) fills it
+		return ctrl.Result{}, nil // the upload server (nodeplane/cdi/uploadserver) fills it
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pvc); err != nil {

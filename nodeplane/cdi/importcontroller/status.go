@@ -16,7 +16,7 @@ import (
 // conflicts with the DataVolume controller. It gives the written (or,
 // when nothing changed, the read) object. mutate may return false to write
 // nothing (the DataVolume is no longer this agent's to update). The error
-// is "DataVolume ns/name: writing status: …". nodeplane/cdiupload uses it
+// is "DataVolume ns/name: writing status: …". nodeplane/cdi/uploadserver uses it
 // too.
 func UpdateStatus(ctx context.Context, c client.Client, r client.Reader, key types.NamespacedName, mutate func(*cdiv1.DataVolume) bool) (*cdiv1.DataVolume, error) {
 	var out *cdiv1.DataVolume

@@ -107,3 +107,13 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// node is the agent's node in the tests.
+const node = "node-a"
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

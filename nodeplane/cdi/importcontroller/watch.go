@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/internal/crdwait"
 )
 
 // EnqueueSameName enqueues the object of the event's namespace/name: the
@@ -19,16 +20,9 @@ var EnqueueSameName = handler.EnqueueRequestsFromMapFunc(func(_ context.Context,
 })
 
 // WaitForCRD polls r every poll until the DataVolume CRD
-// (datavolume.CRDName) is established, so a node agent starts its
-// controllers only once the controller side has installed it. It gives
-// true then, false when ctx ended first.
+// (datavolume.CRDName) is established (internal/crdwait), so a node agent
+// starts its controllers only once the controller side has installed it.
+// It gives true then, false when ctx ended first.
 func WaitForCRD(ctx context.Context, r client.Reader, poll time.Duration) bool {
-	for !datavolume.CRDEstablished(ctx, r, datavolume.CRDName) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(poll):
-		}
-	}
-	return true
+	return crdwait.Wait(ctx, r, poll, datavolume.CRDName)
 }

@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
 // ReadyMarker reconciles DataVolumes with spec.source.upload: when the

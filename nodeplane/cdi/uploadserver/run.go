@@ -12,15 +12,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/converge-dev/converge/api/nodeendpoint"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
-	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
+	"github.com/converge-dev/converge/nodeplane/endpoint"
 )
 
 // Setup adds the node's upload role to mgr (scheme with core/v1 and
 // cdi.kubevirt.io/v1beta1): the HTTPS server (Run) and, once the
 // DataVolume CRD is established, the ReadyMarker controller. The
-// cdi-importer agent calls it next to cdiimport.Setup with the same
-// cdiimport.Options in opts.Volumes.
+// cdi-importer agent calls it next to importcontroller.Setup with the same
+// importcontroller.Options in opts.Volumes.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Volumes.NodeName == "" || len(opts.Volumes.Pools) == 0 {
 		return errors.New("upload server: node name and at least one storage pool are required")
@@ -50,11 +51,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 
 // Run serves the upload Server on opts.BindAddress over TLS with a fresh
 // self-signed certificate for the advertised host, published with the
-// address on the Node (Service.Run, nodeendpoint), until ctx ends; then it
-// returns nil. c writes DataVolume status and the Node annotations; r
+// address on the Node as the nodeendpoint.Upload endpoint (endpoint.Run),
+// until ctx ends; then it returns nil. c writes DataVolume status and the Node annotations; r
 // reads fresh objects. Errors name what failed.
 func Run(ctx context.Context, c client.Client, r client.Reader, opts Options) error {
-	ro := nodeendpoint.RunOptions{NodeName: opts.Volumes.NodeName, BindAddress: opts.BindAddress,
+	ro := endpoint.RunOptions{NodeName: opts.Volumes.NodeName, BindAddress: opts.BindAddress,
 		AdvertiseAddress: opts.AdvertiseAddress, CertLifetime: opts.CertLifetime, Log: opts.Log}
-	return Service.Run(ctx, c, r, ro, NewServer(c, r, opts))
+	return endpoint.Run(ctx, c, r, nodeendpoint.Upload, ro, NewServer(c, r, opts))
 }

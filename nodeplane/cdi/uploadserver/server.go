@@ -18,11 +18,13 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/api/uploadtoken"
+	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/importer"
-	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
-	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
+	"github.com/converge-dev/converge/nodeplane/endpoint"
 )
 
 // ReasonUploadFailed is the Running/Ready reason of an upload failure
@@ -52,19 +54,19 @@ func NewServer(c client.Client, r client.Reader, opts Options) *Server {
 }
 
 // refuse gives a refusal answered with code and the formatted message
-// (nodeendpoint.Refuse).
-var refuse = nodeendpoint.Refuse
+// (endpoint.Refuse).
+var refuse = endpoint.Refuse
 
-// ServeHTTP accepts POST (or PUT) UploadPath with a bearer token and the
-// image as body; it answers 200 once the image is in place (for
-// UploadAsyncPath: once the body is received, the conversion going on
+// ServeHTTP accepts POST (or PUT) nodeendpoint.UploadPath with a bearer
+// token and the image as body; it answers 200 once the image is in place
+// (for nodeendpoint.UploadAsyncPath: once the body is received, the conversion going on
 // after, as CDI's upload-async), 401/403/404/409 for a
 // refused token or target (nothing written), 400/413 for a body that is
 // not an image or too big for the PVC, 500 for other failures. The
 // response body is one line of text naming the DataVolume.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != UploadPath && r.URL.Path != UploadAsyncPath {
-		http.Error(w, fmt.Sprintf("%s: not found; uploads go to POST %s or %s", r.URL.Path, UploadPath, UploadAsyncPath), http.StatusNotFound)
+	if r.URL.Path != nodeendpoint.UploadPath && r.URL.Path != nodeendpoint.UploadAsyncPath {
+		http.Error(w, fmt.Sprintf("%s: not found; uploads go to POST %s or %s", r.URL.Path, nodeendpoint.UploadPath, nodeendpoint.UploadAsyncPath), http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
@@ -77,7 +79,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = s.claim(key)
 	}
 	if err != nil {
-		var he *nodeendpoint.Refusal
+		var he *endpoint.Refusal
 		if !errors.As(err, &he) {
 			he = refuse(http.StatusInternalServerError, "%v", err)
 		}
@@ -86,7 +88,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := &body{r: r.Body, size: r.ContentLength, done: make(chan struct{})}
-	if r.URL.Path == UploadAsyncPath {
+	if r.URL.Path == nodeendpoint.UploadAsyncPath {
 		// CDI's upload-async: answer once the body is in, convert after
 		go func() {
 			defer s.release(key)
@@ -178,7 +180,7 @@ func (s *Server) authorize(r *http.Request) (types.NamespacedName, target, error
 	vol, ours, err := importcontroller.Resolve(pv, s.opts.Volumes)
 	if !ours {
 		return none, target{}, refuse(http.StatusForbidden, "DataVolume %s: PersistentVolume %s is not a volume of node %s; upload to the node %q",
-			key, pv.Name, s.opts.Volumes.NodeName, NodeOfPV(pv))
+			key, pv.Name, s.opts.Volumes.NodeName, nodeclient.NodeOfPV(pv))
 	}
 	if err != nil {
 		return none, target{}, fmt.Errorf("DataVolume %s: %w", key, err)

@@ -12,7 +12,7 @@ import (
 
 // updateStatus re-reads DataVolume key from r, applies mutate (false:
 // write nothing) and writes the status subresource, retrying conflicts
-// (cdiimport.UpdateStatus).
+// (importcontroller.UpdateStatus).
 func updateStatus(ctx context.Context, c client.Client, r client.Reader, key types.NamespacedName, mutate func(*cdiv1.DataVolume) bool) error {
 	_, err := importcontroller.UpdateStatus(ctx, c, r, key, mutate)
 	return err

@@ -28,6 +28,8 @@
 // does with its node-local provisioner).
 package hostpath
 
+import "github.com/converge-dev/converge/api/v1alpha1"
+
 // Version is the driver version reported by GetPluginInfo and --version,
 // set at build time with
 // -ldflags "-X github.com/converge-dev/converge/nodeplane/csi/hostpath.Version=…".
@@ -38,8 +40,9 @@ var Version = "dev"
 const DefaultDriverName = "kubevirt.io.hostpath-provisioner"
 
 // TopologyKey is the topology segment key naming the node a volume lives
-// on; its value is the driver's node ID.
-const TopologyKey = "topology.hostpath.csi/node"
+// on; its value is the driver's node ID. It is v1alpha1.HostpathTopologyKey,
+// which clients read without linking the driver.
+const TopologyKey = v1alpha1.HostpathTopologyKey
 
 // ParameterStoragePool is the CreateVolume/GetCapacity parameter (the
 // StorageClass parameter of upstream HPP) naming the pool; without it the

@@ -10,7 +10,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
+	"github.com/converge-dev/converge/nodeplane/endpoint"
 )
 
 // Resource is what a console session is authorized as: verb get on
@@ -26,8 +26,8 @@ var Resource = authzv1.ResourceAttributes{
 }
 
 // refuse gives a refusal answered with code and the formatted message
-// (nodeendpoint.Refuse).
-var refuse = nodeendpoint.Refuse
+// (endpoint.Refuse).
+var refuse = endpoint.Refuse
 
 // bearer gives the request's bearer token, or a 401.
 func bearer(r *http.Request) (string, error) {

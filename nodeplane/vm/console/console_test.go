@@ -20,6 +20,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
@@ -61,7 +63,7 @@ func (o *echoOpener) stop(name string) {
 type env struct {
 	c                  client.Client
 	opener             *echoOpener
-	ep                 console.Endpoint
+	ep                 nodeendpoint.Endpoint
 	allowed, unallowed string // tokens
 	ns                 string
 }
@@ -112,7 +114,7 @@ func newEnv(t *testing.T) *env {
 		if c.Get(ctx, client.ObjectKey{Name: "node-a"}, node) != nil {
 			return false
 		}
-		ep, err := console.EndpointFromNode(node)
+		ep, err := nodeendpoint.Console.FromNode(node)
 		e.ep = ep
 		return err == nil
 	})
@@ -171,8 +173,8 @@ func TestConsole(t *testing.T) {
 			{"not running", e.allowed, "pending", http.StatusConflict, "VirtualMachineInstance vms/pending is not running (phase Scheduled)"},
 			{"console fails", e.allowed, "broken", http.StatusBadGateway, "opening the serial console: domain vms_broken: no console"},
 		} {
-			_, err := console.Dial(ctx, e.ep, tt.token, e.ns, tt.vmi)
-			var refused *console.RefusedError
+			_, err := nodeclient.DialConsole(ctx, e.ep, tt.token, e.ns, tt.vmi)
+			var refused *nodeclient.ConsoleRefusedError
 			if !errors.As(err, &refused) {
 				t.Errorf("%s: Dial = %v, want a refusal %d", tt.name, err, tt.code)
 				continue
@@ -189,7 +191,7 @@ func TestConsole(t *testing.T) {
 	t.Run("wrong pin", func(t *testing.T) {
 		ep := e.ep
 		ep.CertSHA256 = strings.Repeat("0", 64)
-		_, err := console.Dial(ctx, ep, e.allowed, e.ns, "running")
+		_, err := nodeclient.DialConsole(ctx, ep, e.allowed, e.ns, "running")
 		if err == nil || !strings.Contains(err.Error(), "is not the pinned "+ep.CertSHA256) {
 			t.Fatalf("Dial with another pin = %v, want a pinning error", err)
 		}
@@ -197,7 +199,7 @@ func TestConsole(t *testing.T) {
 
 	t.Run("session", func(t *testing.T) {
 		start := time.Now()
-		s, err := console.Dial(ctx, e.ep, e.allowed, e.ns, "running")
+		s, err := nodeclient.DialConsole(ctx, e.ep, e.allowed, e.ns, "running")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,8 +213,8 @@ func TestConsole(t *testing.T) {
 		t.Logf("echo round trip: %s", time.Since(start))
 
 		// one session per VMI
-		_, err = console.Dial(ctx, e.ep, e.allowed, e.ns, "running")
-		var refused *console.RefusedError
+		_, err = nodeclient.DialConsole(ctx, e.ep, e.allowed, e.ns, "running")
+		var refused *nodeclient.ConsoleRefusedError
 		if !errors.As(err, &refused) || refused.StatusCode != http.StatusConflict || !strings.Contains(refused.Message, "an active console session exists") {
 			t.Fatalf("second session: %v, want 409 active console session", err)
 		}
@@ -221,7 +223,7 @@ func TestConsole(t *testing.T) {
 		must(t, s.Close())
 		var s2 io.ReadWriteCloser
 		controlplane.Eventually(t, 10*time.Second, func() bool {
-			s2, err = console.Dial(ctx, e.ep, e.allowed, e.ns, "running")
+			s2, err = nodeclient.DialConsole(ctx, e.ep, e.allowed, e.ns, "running")
 			return err == nil
 		})
 		readUntil(t, s2, "console of vms_running\r\n")

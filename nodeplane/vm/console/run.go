@@ -8,7 +8,8 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/nodeplane/endpoint"
 )
 
 // Options configure Run.
@@ -19,8 +20,8 @@ type Options struct {
 	// BindAddress is the host:port to listen on.
 	BindAddress string
 	// AdvertiseAddress is the host:port clients dial, published on the
-	// Node; empty: AdvertiseAddress's default (the bound host, else the
-	// Node's InternalIP, with the bound port).
+	// Node; empty: endpoint.AdvertiseAddress's default (the bound host,
+	// else the Node's InternalIP, with the bound port).
 	AdvertiseAddress string
 	// CertLifetime is the serving certificate's lifetime; the agent makes a
 	// new one at every start.
@@ -36,16 +37,16 @@ func DefaultOptions(nodeName string) Options {
 }
 
 // Run listens on opts.BindAddress, makes a serving certificate for the
-// advertised host, publishes the Endpoint on the Node (Service.Publish)
-// and serves the console (Server) over TLS until ctx ends; then it closes
-// the listener and every session (nodeendpoint.Service.Run). It returns nil
+// advertised host, publishes the nodeendpoint.Console endpoint on the
+// Node and serves the console (Server) over TLS until ctx ends; then it
+// closes the listener and every session (endpoint.Run). It returns nil
 // after ctx ends, or the error of the listen, the Node read, the
 // publication or the server, naming what failed.
 func Run(ctx context.Context, c client.Client, opener Opener, opts Options) error {
 	if opts.NodeName == "" {
 		return errors.New("console server: a node name is required")
 	}
-	ro := nodeendpoint.RunOptions{NodeName: opts.NodeName, BindAddress: opts.BindAddress,
+	ro := endpoint.RunOptions{NodeName: opts.NodeName, BindAddress: opts.BindAddress,
 		AdvertiseAddress: opts.AdvertiseAddress, CertLifetime: opts.CertLifetime, Log: opts.Log}
-	return Service.Run(ctx, c, c, ro, NewServer(c, opts.NodeName, opener, opts.Log))
+	return endpoint.Run(ctx, c, c, nodeendpoint.Console, ro, NewServer(c, opts.NodeName, opener, opts.Log))
 }

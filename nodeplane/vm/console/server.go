@@ -15,18 +15,10 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/nodeplane/nodeendpoint"
+	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/nodeplane/endpoint"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
-
-// Subprotocol is the WebSocket subprotocol of a console session: binary
-// messages carry the console's bytes, in both directions.
-const Subprotocol = "console.vm.converge.dev.v1"
-
-// Path gives the URL path of the console of VMI ns/name.
-func Path(ns, name string) string {
-	return "/v1/namespaces/" + ns + "/virtualmachineinstances/" + name + "/console"
-}
 
 // Server is the console endpoint of one node's agent, an http.Handler.
 // It needs a client whose scheme knows kubevirt.io/v1 and the client-go
@@ -49,7 +41,8 @@ func NewServer(c client.Client, nodeName string, opener Opener, log logr.Logger)
 	return &Server{c: c, node: nodeName, opener: opener, log: log, sessions: map[string]bool{}}
 }
 
-// ServeHTTP serves GET Path(ns, name) with a WebSocket upgrade. Refusals
+// ServeHTTP serves GET nodeendpoint.ConsolePath(ns, name) with a WebSocket
+// upgrade (subprotocol nodeendpoint.ConsoleSubprotocol). Refusals
 // are plain-text lines with their status: 404 for another path or a VMI
 // that does not exist, 405 for another method, 401 without a valid bearer
 // token, 403 without RBAC, 409 for a VMI on another node, not Running, or
@@ -68,7 +61,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := ns + "/" + name
 	con, release, err := s.admit(r, ns, name)
 	if err != nil {
-		var he *nodeendpoint.Refusal
+		var he *endpoint.Refusal
 		if !errors.As(err, &he) {
 			he = refuse(http.StatusInternalServerError, "%v", err)
 		}
@@ -78,7 +71,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	defer con.Close()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{nodeendpoint.ConsoleSubprotocol}, InsecureSkipVerify: true})
 	if err != nil {
 		s.log.Info("console upgrade failed", "vmi", key, "error", err.Error())
 		return // Accept wrote the response
@@ -196,7 +189,8 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// parsePath splits /v1/namespaces/{ns}/virtualmachineinstances/{name}/console.
+// parsePath splits /v1/namespaces/{ns}/virtualmachineinstances/{name}/console
+// (nodeendpoint.ConsolePath).
 func parsePath(p string) (ns, name string, ok bool) {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	if len(parts) != 6 || parts[0] != "v1" || parts[1] != "namespaces" || parts[3] != "virtualmachineinstances" || parts[5] != "console" ||

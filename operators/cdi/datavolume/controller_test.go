@@ -15,6 +15,8 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
@@ -54,7 +56,7 @@ func TestController(t *testing.T) {
 
 	t.Run("printer columns", func(t *testing.T) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, c.Get(ctx, types.NamespacedName{Name: datavolume.CRDName}, crd))
+		must(t, c.Get(ctx, types.NamespacedName{Name: dvapi.CRDName}, crd))
 		var got []string
 		for _, col := range crd.Spec.Versions[0].AdditionalPrinterColumns {
 			got = append(got, col.Name)
@@ -72,7 +74,7 @@ func TestController(t *testing.T) {
 		}
 		pvc := &corev1.PersistentVolumeClaim{}
 		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "imm"}, pvc))
-		if !metav1.IsControlledBy(pvc, dv) || pvc.Annotations[datavolume.AnnEndpoint] != http.HTTP.URL || pvc.Annotations[datavolume.AnnSelectedNode] != "" {
+		if !metav1.IsControlledBy(pvc, dv) || pvc.Annotations[dvapi.AnnEndpoint] != http.HTTP.URL || pvc.Annotations[dvapi.AnnSelectedNode] != "" {
 			t.Errorf("PVC %+v: want owned by the DataVolume, the endpoint annotation and no selected node", pvc.ObjectMeta)
 		}
 	})
@@ -80,14 +82,14 @@ func TestController(t *testing.T) {
 	t.Run("WaitForFirstConsumer until an importer node is Ready", func(t *testing.T) {
 		newDV("wait", "wffc", http)
 		dv := waitPhase("wait", cdiv1.WaitForFirstConsumer)
-		if r := datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning); r == nil || r.Reason != datavolume.ReasonNoImporterNode {
-			t.Errorf("Running %+v, want reason %s", r, datavolume.ReasonNoImporterNode)
+		if r := dvapi.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning); r == nil || r.Reason != dvapi.ReasonNoImporterNode {
+			t.Errorf("Running %+v, want reason %s", r, dvapi.ReasonNoImporterNode)
 		}
 		// An unlabelled node is not chosen; a labelled Ready one is.
 		for _, name := range []string{"plain", "importer"} {
 			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if name == "importer" {
-				n.Labels = map[string]string{datavolume.ImporterNodeLabel: "true"}
+				n.Labels = map[string]string{v1alpha1.ImporterNodeLabel: "true"}
 			}
 			must(t, c.Create(ctx, n))
 			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
@@ -96,7 +98,7 @@ func TestController(t *testing.T) {
 		waitPhase("wait", cdiv1.ImportScheduled)
 		pvc := &corev1.PersistentVolumeClaim{}
 		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "wait"}, pvc))
-		if got := pvc.Annotations[datavolume.AnnSelectedNode]; got != "importer" {
+		if got := pvc.Annotations[dvapi.AnnSelectedNode]; got != "importer" {
 			t.Errorf("selected node %q, want importer", got)
 		}
 	})
@@ -106,7 +108,7 @@ func TestController(t *testing.T) {
 		waitPhase("up", cdiv1.UploadScheduled)
 		pvc := &corev1.PersistentVolumeClaim{}
 		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, pvc))
-		if v, ok := pvc.Annotations[datavolume.AnnUploadRequest]; !ok || v != "" || pvc.Annotations[datavolume.AnnSource] != datavolume.SourceUpload || pvc.Annotations[datavolume.AnnSelectedNode] != "importer" {
+		if v, ok := pvc.Annotations[dvapi.AnnUploadRequest]; !ok || v != "" || pvc.Annotations[dvapi.AnnSource] != dvapi.SourceUpload || pvc.Annotations[dvapi.AnnSelectedNode] != "importer" {
 			t.Errorf("PVC annotations %v: want the upload target, source upload and node importer", pvc.Annotations)
 		}
 		// UploadReady belongs to the agent: the controller keeps it.
@@ -118,7 +120,7 @@ func TestController(t *testing.T) {
 		must(t, c.Update(ctx, pvc))
 		controlplane.Eventually(t, 10*time.Second, func() bool {
 			return c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv) == nil && dv.Status.ClaimName == "up" &&
-				datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeBound) != nil
+				dvapi.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeBound) != nil
 		})
 		time.Sleep(500 * time.Millisecond) // let a wrong reconcile land, if any
 		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv))
@@ -131,9 +133,9 @@ func TestController(t *testing.T) {
 		u := "docker://quay.io/x"
 		newDV("reg", "now", cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}})
 		dv := waitPhase("reg", cdiv1.Failed)
-		r := datavolume.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning)
-		if r == nil || r.Reason != datavolume.ReasonUnsupportedSource || !strings.Contains(r.Message, "DataVolume vms/reg") {
-			t.Errorf("Running %+v, want reason %s naming the DataVolume", r, datavolume.ReasonUnsupportedSource)
+		r := dvapi.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning)
+		if r == nil || r.Reason != dvapi.ReasonUnsupportedSource || !strings.Contains(r.Message, "DataVolume vms/reg") {
+			t.Errorf("Running %+v, want reason %s naming the DataVolume", r, dvapi.ReasonUnsupportedSource)
 		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "reg"}, &corev1.PersistentVolumeClaim{}); err == nil {
 			t.Errorf("a PVC was created for an unsupported source")

@@ -1,11 +1,14 @@
-// Package datavolume is converge's cdi-controller role for DataVolumes
-// (cdi.kubevirt.io/v1beta1, the CRD of components/cdi/dv_crd.cue): it turns
-// each DataVolume into its PersistentVolumeClaim and reports the phases up
-// to ImportScheduled (UploadScheduled for spec.source.upload); the
-// cdi-importer node agent (nodeplane/cdiimport) fills the volume and writes
+// Package datavolume is converge's DataVolume controller, the cdi-controller
+// role for DataVolumes (cdi.kubevirt.io/v1beta1, the CRD of
+// components/cdi/dv_crd.cue): it turns each DataVolume into its
+// PersistentVolumeClaim and reports the phases up to ImportScheduled
+// (UploadScheduled for spec.source.upload); the cdi-importer node agent
+// (nodeplane/cdi/importcontroller) fills the volume and writes
 // ImportInProgress, progress, restartCount and Succeeded or Failed, and its
-// upload server (nodeplane/cdiupload) writes UploadReady once the PVC is
-// Bound on its node, then Succeeded or Failed after the upload.
+// upload server (nodeplane/cdi/uploadserver) writes UploadReady once the
+// PVC is Bound on its node, then Succeeded or Failed after the upload. The
+// annotations, conditions and phase ownership both sides follow are
+// api/datavolume.
 //
 // It follows kubevirt/containerized-data-importer (CDI) v1.62:
 // pkg/controller/datavolume/import-controller.go (the PVC is named like the
@@ -23,14 +26,15 @@
 // importer pod, the scheduler picks a node and sets
 // volume.kubernetes.io/selected-node on the PVC. converge has no importer
 // pod, so the controller picks the node itself among the Ready Nodes
-// labelled ImporterNodeLabel=true (the label the cdi-importer agent puts
+// labelled v1alpha1.ImporterNodeLabel=true (the label the cdi-importer agent puts
 // on its Node), the one with the fewest DataVolumes already placed, and
 // sets the annotation so the provisioner provisions the volume there.
 //
 // Phase ownership. The controller writes Pending, WaitForFirstConsumer,
 // ImportScheduled and UploadScheduled, claimName and the Bound condition;
 // it never moves a DataVolume out of ImportInProgress, UploadReady,
-// Succeeded or Failed, which belong to the node agent (see Owned).
+// Succeeded or Failed, which belong to the node agent (api/datavolume's
+// Owned).
 // Uploads are placed like imports (PickNode counts them) since the same
 // agent serves them.
 package datavolume

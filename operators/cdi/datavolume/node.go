@@ -4,18 +4,21 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // PickNode gives the node an import runs on for WaitForFirstConsumer
-// storage: among nodes labelled ImporterNodeLabel=true, Ready and not
-// cordoned, the one with the fewest imports and uploads already placed
+// storage: among nodes labelled v1alpha1.ImporterNodeLabel=true, Ready and
+// not cordoned, the one with the fewest imports and uploads already placed
 // (placed maps a node name to its count of DataVolume PVCs, those with
-// AnnSource, annotated with AnnSelectedNode), ties broken by name. "" when there is none.
+// AnnSource, annotated with AnnSelectedNode; api/datavolume), ties broken
+// by name. "" when there is none.
 func PickNode(nodes []corev1.Node, placed map[string]int) string {
 	var cands []string
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Labels[ImporterNodeLabel] != "true" || n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+		if n.Labels[v1alpha1.ImporterNodeLabel] != "true" || n.Spec.Unschedulable || n.DeletionTimestamp != nil {
 			continue
 		}
 		ready := false

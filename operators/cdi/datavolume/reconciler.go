@@ -13,6 +13,9 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dvapi "github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // Reconciler is the DataVolume controller: it creates each DataVolume's
@@ -40,7 +43,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		pvc = nil
 	}
-	if pvc == nil && !Owned(dv.Status.Phase) {
+	if pvc == nil && !dvapi.Owned(dv.Status.Phase) {
 		want, err := NewPVC(dv)
 		if err != nil {
 			return ctrl.Result{}, r.fail(ctx, dv, err)
@@ -53,7 +56,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if pvc != nil && !metav1.IsControlledBy(pvc, dv) {
 		st := *dv.Status.DeepCopy()
 		st.Phase = cdiv1.Pending
-		st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, ReasonClaimNotOwned,
+		st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, dvapi.ReasonClaimNotOwned,
 			fmt.Sprintf("PVC %s exists and is not controlled by DataVolume %s; delete it or rename the DataVolume", pvc.Name, dv.Name))
 		return ctrl.Result{}, r.writeStatus(ctx, dv, st)
 	}
@@ -67,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	noNode := false
-	if pvc != nil && wffc && pvc.Status.Phase == corev1.ClaimPending && pvc.Annotations[AnnSelectedNode] == "" && !Owned(dv.Status.Phase) {
+	if pvc != nil && wffc && pvc.Status.Phase == corev1.ClaimPending && pvc.Annotations[dvapi.AnnSelectedNode] == "" && !dvapi.Owned(dv.Status.Phase) {
 		node, err := r.pickNode(ctx)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
@@ -79,16 +82,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if pvc.Annotations == nil {
 				pvc.Annotations = map[string]string{}
 			}
-			pvc.Annotations[AnnSelectedNode] = node
+			pvc.Annotations[dvapi.AnnSelectedNode] = node
 			if err := r.Client.Patch(ctx, pvc, client.MergeFrom(orig)); err != nil {
-				return ctrl.Result{}, fmt.Errorf("DataVolume %s: setting %s=%s on PVC: %w", req, AnnSelectedNode, node, err)
+				return ctrl.Result{}, fmt.Errorf("DataVolume %s: setting %s=%s on PVC: %w", req, dvapi.AnnSelectedNode, node, err)
 			}
 		}
 	}
 	st := ControllerStatus(dv, pvc, wffc)
 	if noNode {
-		st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ReasonNoImporterNode,
-			fmt.Sprintf("no Ready node labelled %s=true to import on (is converge-node cdi-importer running?)", ImporterNodeLabel))
+		st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, dvapi.ReasonNoImporterNode,
+			fmt.Sprintf("no Ready node labelled %s=true to import on (is converge-node cdi-importer running?)", v1alpha1.ImporterNodeLabel))
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dv, st)
 }
@@ -97,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // every DataVolume PVC counts (AnnSource is http, none or upload).
 func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes, client.MatchingLabels{ImporterNodeLabel: "true"}); err != nil {
+	if err := r.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.ImporterNodeLabel: "true"}); err != nil {
 		return "", fmt.Errorf("listing importer nodes: %w", err)
 	}
 	pvcs := &corev1.PersistentVolumeClaimList{}
@@ -106,7 +109,7 @@ func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
 	}
 	placed := map[string]int{}
 	for _, p := range pvcs.Items {
-		if n := p.Annotations[AnnSelectedNode]; n != "" && p.Annotations[AnnSource] != "" {
+		if n := p.Annotations[dvapi.AnnSelectedNode]; n != "" && p.Annotations[dvapi.AnnSource] != "" {
 			placed[n]++
 		}
 	}
@@ -115,15 +118,15 @@ func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
 
 // fail marks dv Failed because its spec cannot be served (cause names it).
 func (r *Reconciler) fail(ctx context.Context, dv *cdiv1.DataVolume, cause error) error {
-	reason := ReasonInvalidSpec
-	if _, err := SourceKind(dv); err != nil {
-		reason = ReasonUnsupportedSource
+	reason := dvapi.ReasonInvalidSpec
+	if _, err := dvapi.SourceKind(dv); err != nil {
+		reason = dvapi.ReasonUnsupportedSource
 	}
 	st := *dv.Status.DeepCopy()
 	st.Phase = cdiv1.Failed
-	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, ReasonNotFound, "No PVC found")
-	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, cause.Error())
-	st.Conditions = SetCondition(st.Conditions, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, cause.Error())
+	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, dvapi.ReasonNotFound, "No PVC found")
+	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, cause.Error())
+	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, cause.Error())
 	return r.writeStatus(ctx, dv, st)
 }
 

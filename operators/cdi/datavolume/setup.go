@@ -3,12 +3,8 @@ package datavolume
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,26 +12,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dvapi "github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/internal/crdwait"
 )
 
-// CRDName is the CRD the controller watches; Setup waits for it.
-const CRDName = "datavolumes.cdi.kubevirt.io"
-
 // Setup registers the "datavolume" controller with mgr once the
-// DataVolume CRD is established (converge installs it in the graph's
-// "crds" stage, so it may appear after converge-controller starts); until
-// then it polls every opts.CRDPoll. mgr's scheme must know
-// cdi.kubevirt.io/v1beta1 (cdiv1.AddToScheme of
+// DataVolume CRD (api/datavolume's CRDName) is established (converge
+// installs it in the graph's "crds" stage, so it may appear after
+// converge-controller starts); until then it polls every opts.CRDPoll
+// (internal/crdwait). mgr's scheme must know cdi.kubevirt.io/v1beta1
+// (cdiv1.AddToScheme of
 // kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1) and
-// the client-go types. As virtctl.Setup.
+// the client-go types. As virtcontroller.Setup.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for !CRDEstablished(ctx, mgr.GetAPIReader(), CRDName) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.CRDPoll):
-			}
+		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, dvapi.CRDName) {
+			return nil
 		}
 		ctrl.Log.WithName("datavolume").Info("DataVolume CRD established; starting the DataVolume controller")
 		if err := register(mgr, opts); err != nil {
@@ -44,23 +37,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		<-ctx.Done()
 		return nil
 	}))
-}
-
-// CRDEstablished reports whether the CRD name exists with condition
-// Established=True (false on any read error).
-func CRDEstablished(ctx context.Context, r client.Reader, name string) bool {
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-		return false
-	}
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 func register(mgr ctrl.Manager, opts Options) error {

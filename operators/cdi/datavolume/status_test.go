@@ -8,13 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	dvapi "github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 func TestControllerStatus(t *testing.T) {
 	pvc := func(phase corev1.PersistentVolumeClaimPhase, node string) *corev1.PersistentVolumeClaim {
 		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "dv"}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
 		if node != "" {
-			p.Annotations = map[string]string{AnnSelectedNode: node}
+			p.Annotations = map[string]string{dvapi.AnnSelectedNode: node}
 		}
 		return p
 	}
@@ -28,21 +31,21 @@ func TestControllerStatus(t *testing.T) {
 		wantBound corev1.ConditionStatus
 		boundWhy  string
 	}{
-		{"no PVC", "", nil, false, false, cdiv1.Pending, corev1.ConditionFalse, ReasonNotFound},
-		{"immediate pending", "", pvc(corev1.ClaimPending, ""), false, false, cdiv1.Pending, corev1.ConditionFalse, ReasonPending},
-		{"wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, false, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, ReasonPending},
-		{"wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonPending},
-		{"bound", cdiv1.ImportScheduled, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionTrue, ReasonBound},
-		{"agent's phase kept", cdiv1.ImportInProgress, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportInProgress, corev1.ConditionTrue, ReasonBound},
-		{"succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, ""), false, false, cdiv1.Succeeded, corev1.ConditionTrue, ReasonBound},
-		{"lost", cdiv1.ImportScheduled, pvc(corev1.ClaimLost, ""), false, false, cdiv1.ImportScheduled, corev1.ConditionFalse, ReasonClaimLost},
-		{"upload no PVC", "", nil, false, true, cdiv1.Pending, corev1.ConditionFalse, ReasonNotFound},
-		{"upload wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, true, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, ReasonPending},
-		{"upload wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionFalse, ReasonPending},
-		{"upload immediate pending", "", pvc(corev1.ClaimPending, ""), false, true, cdiv1.Pending, corev1.ConditionFalse, ReasonPending},
-		{"upload bound", cdiv1.UploadScheduled, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionTrue, ReasonBound},
-		{"upload ready kept (agent's)", cdiv1.UploadReady, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadReady, corev1.ConditionTrue, ReasonBound},
-		{"upload succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.Succeeded, corev1.ConditionTrue, ReasonBound},
+		{"no PVC", "", nil, false, false, cdiv1.Pending, corev1.ConditionFalse, dvapi.ReasonNotFound},
+		{"immediate pending", "", pvc(corev1.ClaimPending, ""), false, false, cdiv1.Pending, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, false, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"bound", cdiv1.ImportScheduled, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportScheduled, corev1.ConditionTrue, dvapi.ReasonBound},
+		{"agent's phase kept", cdiv1.ImportInProgress, pvc(corev1.ClaimBound, "n1"), true, false, cdiv1.ImportInProgress, corev1.ConditionTrue, dvapi.ReasonBound},
+		{"succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, ""), false, false, cdiv1.Succeeded, corev1.ConditionTrue, dvapi.ReasonBound},
+		{"lost", cdiv1.ImportScheduled, pvc(corev1.ClaimLost, ""), false, false, cdiv1.ImportScheduled, corev1.ConditionFalse, dvapi.ReasonClaimLost},
+		{"upload no PVC", "", nil, false, true, cdiv1.Pending, corev1.ConditionFalse, dvapi.ReasonNotFound},
+		{"upload wffc no node", cdiv1.Pending, pvc(corev1.ClaimPending, ""), true, true, cdiv1.WaitForFirstConsumer, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"upload wffc node chosen", cdiv1.WaitForFirstConsumer, pvc(corev1.ClaimPending, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"upload immediate pending", "", pvc(corev1.ClaimPending, ""), false, true, cdiv1.Pending, corev1.ConditionFalse, dvapi.ReasonPending},
+		{"upload bound", cdiv1.UploadScheduled, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadScheduled, corev1.ConditionTrue, dvapi.ReasonBound},
+		{"upload ready kept (agent's)", cdiv1.UploadReady, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.UploadReady, corev1.ConditionTrue, dvapi.ReasonBound},
+		{"upload succeeded kept", cdiv1.Succeeded, pvc(corev1.ClaimBound, "n1"), true, true, cdiv1.Succeeded, corev1.ConditionTrue, dvapi.ReasonBound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,23 +53,23 @@ func TestControllerStatus(t *testing.T) {
 			if tc.upload {
 				dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
 			}
-			if Owned(tc.phase) {
-				dv.Status.Conditions = SetCondition(nil, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "", "agent")
+			if dvapi.Owned(tc.phase) {
+				dv.Status.Conditions = dvapi.SetCondition(nil, cdiv1.DataVolumeRunning, corev1.ConditionTrue, "", "agent")
 			}
 			st := ControllerStatus(dv, tc.pvc, tc.wffc)
 			if st.Phase != tc.wantPhase {
 				t.Errorf("phase %q, want %q", st.Phase, tc.wantPhase)
 			}
-			b := FindCondition(st.Conditions, cdiv1.DataVolumeBound)
+			b := dvapi.FindCondition(st.Conditions, cdiv1.DataVolumeBound)
 			if b == nil || b.Status != tc.wantBound || b.Reason != tc.boundWhy {
 				t.Errorf("Bound %+v, want %s/%s", b, tc.wantBound, tc.boundWhy)
 			}
-			r := FindCondition(st.Conditions, cdiv1.DataVolumeRunning)
-			if Owned(tc.phase) {
+			r := dvapi.FindCondition(st.Conditions, cdiv1.DataVolumeRunning)
+			if dvapi.Owned(tc.phase) {
 				if r == nil || r.Status != corev1.ConditionTrue {
 					t.Errorf("the agent's Running condition was changed: %+v", r)
 				}
-			} else if r == nil || r.Status != corev1.ConditionFalse || FindCondition(st.Conditions, cdiv1.DataVolumeReady) == nil {
+			} else if r == nil || r.Status != corev1.ConditionFalse || dvapi.FindCondition(st.Conditions, cdiv1.DataVolumeReady) == nil {
 				t.Errorf("want Running=False and a Ready condition, got %+v", st.Conditions)
 			}
 			if dv.Status.Phase != tc.phase {
@@ -76,26 +79,11 @@ func TestControllerStatus(t *testing.T) {
 	}
 }
 
-func TestSetConditionTimes(t *testing.T) {
-	c := SetCondition(nil, cdiv1.DataVolumeReady, corev1.ConditionFalse, "A", "")
-	first := c[0].LastTransitionTime
-	c[0].LastTransitionTime = metav1.NewTime(first.Add(-3600e9))
-	old := c[0].LastTransitionTime
-	c = SetCondition(c, cdiv1.DataVolumeReady, corev1.ConditionFalse, "B", "m")
-	if !c[0].LastTransitionTime.Equal(&old) || c[0].Reason != "B" {
-		t.Errorf("a reason change moved lastTransitionTime or lost the reason: %+v", c[0])
-	}
-	c = SetCondition(c, cdiv1.DataVolumeReady, corev1.ConditionTrue, "", "")
-	if c[0].LastTransitionTime.Equal(&old) || len(c) != 1 {
-		t.Errorf("a status change kept lastTransitionTime: %+v", c)
-	}
-}
-
 func TestPickNode(t *testing.T) {
 	n := func(name string, label, ready, cordoned bool) corev1.Node {
 		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 		if label {
-			node.Labels[ImporterNodeLabel] = "true"
+			node.Labels[v1alpha1.ImporterNodeLabel] = "true"
 		}
 		node.Spec.Unschedulable = cordoned
 		st := corev1.ConditionFalse
@@ -142,7 +130,7 @@ func TestNewPVC(t *testing.T) {
 		if p.Name != "d" || p.Namespace != "n" || p.Labels["app"] != "x" || !metav1.IsControlledBy(p, dv) {
 			t.Errorf("metadata %+v", p.ObjectMeta)
 		}
-		want := map[string]string{AnnSource: SourceHTTP, AnnEndpoint: "http://h/i.qcow2", AnnCertConfigMap: "ca", AnnContentType: "kubevirt", AnnCreatedForDataVolume: "u1"}
+		want := map[string]string{dvapi.AnnSource: dvapi.SourceHTTP, dvapi.AnnEndpoint: "http://h/i.qcow2", dvapi.AnnCertConfigMap: "ca", dvapi.AnnContentType: "kubevirt", dvapi.AnnCreatedForDataVolume: "u1"}
 		for k, v := range want {
 			if p.Annotations[k] != v {
 				t.Errorf("annotation %s = %q, want %q", k, p.Annotations[k], v)
@@ -161,7 +149,7 @@ func TestNewPVC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Annotations[AnnSource] != SourceNone || p.Spec.AccessModes[0] != corev1.ReadWriteMany || *p.Spec.VolumeMode != block {
+		if p.Annotations[dvapi.AnnSource] != dvapi.SourceNone || p.Spec.AccessModes[0] != corev1.ReadWriteMany || *p.Spec.VolumeMode != block {
 			t.Errorf("got %v %+v", p.Annotations, p.Spec)
 		}
 	})
@@ -173,10 +161,10 @@ func TestNewPVC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, ok := p.Annotations[AnnUploadRequest]; !ok || v != "" || p.Annotations[AnnSource] != SourceUpload || p.Annotations[AnnEndpoint] != "" {
-			t.Errorf("annotations %v: want %s=\"\", %s=%s and no endpoint", p.Annotations, AnnUploadRequest, AnnSource, SourceUpload)
+		if v, ok := p.Annotations[dvapi.AnnUploadRequest]; !ok || v != "" || p.Annotations[dvapi.AnnSource] != dvapi.SourceUpload || p.Annotations[dvapi.AnnEndpoint] != "" {
+			t.Errorf("annotations %v: want %s=\"\", %s=%s and no endpoint", p.Annotations, dvapi.AnnUploadRequest, dvapi.AnnSource, dvapi.SourceUpload)
 		}
-		if !IsUpload(dv) {
+		if !dvapi.IsUpload(dv) {
 			t.Errorf("IsUpload = false for spec.source.upload")
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 )
 
 // Issuer reconciles UploadTokenRequests: it writes a signed token into
@@ -43,8 +45,8 @@ func (r *Issuer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	}
 	if utr.Status.Token == "" && utr.Spec.PvcName != "" {
 		// valid from now: a request seen late still gets a full lifetime
-		tok, err := Sign(r.Key, Claims{Operation: OperationUpload, Name: utr.Spec.PvcName, Namespace: utr.Namespace,
-			Resource: PVCResource, IssuedAt: now, Expiry: now.Add(r.Options.TokenLifetime)})
+		tok, err := tokenapi.Sign(r.Key, tokenapi.Claims{Operation: tokenapi.OperationUpload, Name: utr.Spec.PvcName, Namespace: utr.Namespace,
+			Resource: tokenapi.PVCResource, IssuedAt: now, Expiry: now.Add(r.Options.TokenLifetime)})
 		if err != nil {
 			return ctrl.Result{}, err
 		}

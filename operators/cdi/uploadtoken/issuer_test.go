@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
@@ -55,11 +56,11 @@ func TestIssuer(t *testing.T) {
 		t.Errorf("RequeueAfter %v, want %v", res.RequeueAfter, want)
 	}
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(utr), utr))
-	keys, err := uploadtoken.PublicKeys(ctx, c, o.PublicKeys)
+	keys, err := tokenapi.PublicKeys(ctx, c, o.PublicKeys)
 	must(t, err)
-	claims, err := uploadtoken.Verify(utr.Status.Token, keys, clock.Add(time.Minute))
+	claims, err := tokenapi.Verify(utr.Status.Token, keys, clock.Add(time.Minute))
 	must(t, err)
-	if claims.Name != "disk" || claims.Namespace != "vms" || claims.Operation != uploadtoken.OperationUpload || claims.Expiry.Sub(clock) != o.TokenLifetime {
+	if claims.Name != "disk" || claims.Namespace != "vms" || claims.Operation != tokenapi.OperationUpload || claims.Expiry.Sub(clock) != o.TokenLifetime {
 		t.Errorf("claims %+v: want disk in vms, Upload, expiring after %v", claims, o.TokenLifetime)
 	}
 
@@ -70,12 +71,12 @@ func TestIssuer(t *testing.T) {
 	if newKey.Equal(key) {
 		t.Fatal("EnsureKeys without a Secret kept the old key")
 	}
-	keys, err = uploadtoken.PublicKeys(ctx, c, o.PublicKeys)
+	keys, err = tokenapi.PublicKeys(ctx, c, o.PublicKeys)
 	must(t, err)
 	if len(keys) != 2 {
 		t.Fatalf("%d published keys after a key change, want 2", len(keys))
 	}
-	if _, err := uploadtoken.Verify(utr.Status.Token, keys, clock.Add(time.Minute)); err != nil {
+	if _, err := tokenapi.Verify(utr.Status.Token, keys, clock.Add(time.Minute)); err != nil {
 		t.Errorf("token of the old key after a key change: %v", err)
 	}
 

@@ -15,15 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-const (
-	// PrivateKeyField is the Secret data field holding the PEM "EC PRIVATE
-	// KEY" that signs tokens.
-	PrivateKeyField = "key.pem"
-	// PublicKeysField is the ConfigMap data field holding the PEM "PUBLIC
-	// KEY" blocks that verify tokens, the signing key's among them.
-	PublicKeysField = "keys.pem"
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 )
 
 // EnsureKeys gives the signing key kept in Secret opts.KeySecret, creating
@@ -46,7 +39,7 @@ func EnsureKeys(ctx context.Context, c client.Client, opts Options) (*ecdsa.Priv
 		}
 		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.KeySecret.Namespace, Name: opts.KeySecret.Name},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{PrivateKeyField: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})}}
+			Data: map[string][]byte{tokenapi.PrivateKeyField: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})}}
 		if err := c.Create(ctx, sec); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
 				return nil, fmt.Errorf("Secret %s: creating the upload token signing key: %w", opts.KeySecret, err)
@@ -57,12 +50,12 @@ func EnsureKeys(ctx context.Context, c client.Client, opts Options) (*ecdsa.Priv
 	case err != nil:
 		return nil, fmt.Errorf("Secret %s: reading the upload token signing key: %w", opts.KeySecret, err)
 	default:
-		blk, _ := pem.Decode(sec.Data[PrivateKeyField])
+		blk, _ := pem.Decode(sec.Data[tokenapi.PrivateKeyField])
 		if blk == nil || blk.Type != "EC PRIVATE KEY" {
-			return nil, fmt.Errorf("Secret %s: field %s: expected a PEM EC PRIVATE KEY", opts.KeySecret, PrivateKeyField)
+			return nil, fmt.Errorf("Secret %s: field %s: expected a PEM EC PRIVATE KEY", opts.KeySecret, tokenapi.PrivateKeyField)
 		}
 		if key, err = x509.ParseECPrivateKey(blk.Bytes); err != nil {
-			return nil, fmt.Errorf("Secret %s: field %s: %w", opts.KeySecret, PrivateKeyField, err)
+			return nil, fmt.Errorf("Secret %s: field %s: %w", opts.KeySecret, tokenapi.PrivateKeyField, err)
 		}
 	}
 	if err := publish(ctx, c, opts.PublicKeys, &key.PublicKey); err != nil {
@@ -71,18 +64,18 @@ func EnsureKeys(ctx context.Context, c client.Client, opts Options) (*ecdsa.Priv
 	return key, nil
 }
 
-// publish appends pub to ConfigMap key's PublicKeysField unless present.
+// publish appends pub to ConfigMap key's tokenapi.PublicKeysField
+// (tokenapi.EncodePublicKey) unless present.
 func publish(ctx context.Context, c client.Client, key types.NamespacedName, pub *ecdsa.PublicKey) error {
-	der, err := x509.MarshalPKIXPublicKey(pub)
+	block, err := tokenapi.EncodePublicKey(pub)
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s: %w", key, err)
 	}
-	block := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	cm := &corev1.ConfigMap{}
 	err = c.Get(ctx, key, cm)
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-			Data: map[string]string{PublicKeysField: string(block)}}
+			Data: map[string]string{tokenapi.PublicKeysField: string(block)}}
 		if err := c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("ConfigMap %s: publishing the upload token public key: %w", key, err)
 		} else if err == nil {
@@ -93,60 +86,15 @@ func publish(ctx context.Context, c client.Client, key types.NamespacedName, pub
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s: reading the upload token public keys: %w", key, err)
 	}
-	if bytes.Contains([]byte(cm.Data[PublicKeysField]), block) {
+	if bytes.Contains([]byte(cm.Data[tokenapi.PublicKeysField]), block) {
 		return nil
 	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[PublicKeysField] += string(block)
+	cm.Data[tokenapi.PublicKeysField] += string(block)
 	if err := c.Update(ctx, cm); err != nil {
 		return fmt.Errorf("ConfigMap %s: publishing the upload token public key: %w", key, err)
 	}
 	return nil
-}
-
-// PublicKeys reads the verification keys from ConfigMap key (field
-// PublicKeysField). Errors name the ConfigMap; a ConfigMap without any
-// key is an error (the controller has not published yet).
-func PublicKeys(ctx context.Context, r client.Reader, key types.NamespacedName) ([]*ecdsa.PublicKey, error) {
-	cm := &corev1.ConfigMap{}
-	if err := r.Get(ctx, key, cm); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: reading the upload token public keys: %w", key, err)
-	}
-	keys, err := ParsePublicKeys([]byte(cm.Data[PublicKeysField]))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s: field %s: %w", key, PublicKeysField, err)
-	}
-	return keys, nil
-}
-
-// ParsePublicKeys takes concatenated PEM "PUBLIC KEY" blocks of ECDSA
-// keys and gives the keys; it fails on another block type or key kind and
-// on an empty input.
-func ParsePublicKeys(b []byte) ([]*ecdsa.PublicKey, error) {
-	var out []*ecdsa.PublicKey
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			break
-		}
-		if blk.Type != "PUBLIC KEY" {
-			return nil, fmt.Errorf("PEM block %q: expected PUBLIC KEY", blk.Type)
-		}
-		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		ek, ok := k.(*ecdsa.PublicKey)
-		if !ok {
-			return nil, fmt.Errorf("public key is a %T, expected ECDSA", k)
-		}
-		out = append(out, ek)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no PEM PUBLIC KEY block")
-	}
-	return out, nil
 }

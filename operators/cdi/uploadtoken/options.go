@@ -4,14 +4,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 )
 
 // Options configure the Issuer. Use DefaultOptions and change fields.
 type Options struct {
-	// KeySecret is the Secret holding the signing key (PrivateKeyField).
+	// KeySecret is the Secret holding the signing key
+	// (tokenapi.PrivateKeyField).
 	KeySecret types.NamespacedName
 	// PublicKeys is the ConfigMap where verifiers read the public keys
-	// (PublicKeysField); node agents need get on it.
+	// (tokenapi.PublicKeysField, tokenapi.PublicKeys); node agents need
+	// get on it.
 	PublicKeys types.NamespacedName
 	// TokenLifetime is how long an issued token is valid.
 	TokenLifetime time.Duration
@@ -28,14 +32,15 @@ type Options struct {
 	SkipNameValidation bool
 }
 
-// DefaultOptions gives the Secret converge-system/converge-upload-token-key,
-// the ConfigMap converge-system/converge-upload-token-public-keys, tokens
-// valid 5 minutes (CDI's cdi-apiserver default), requests deleted 1 minute
-// after their token expires, CRDPoll 5 s.
+// DefaultOptions gives the Secret converge-system/converge-upload-token-key
+// and the ConfigMap converge-system/converge-upload-token-public-keys
+// (tokenapi.DefaultKeySecret, tokenapi.DefaultPublicKeys), tokens valid 5
+// minutes (CDI's cdi-apiserver default), requests deleted 1 minute after
+// their token expires, CRDPoll 5 s.
 func DefaultOptions() Options {
 	return Options{
-		KeySecret:     types.NamespacedName{Namespace: "converge-system", Name: "converge-upload-token-key"},
-		PublicKeys:    types.NamespacedName{Namespace: "converge-system", Name: "converge-upload-token-public-keys"},
+		KeySecret:     tokenapi.DefaultKeySecret(),
+		PublicKeys:    tokenapi.DefaultPublicKeys(),
 		TokenLifetime: 5 * time.Minute,
 		GCAfterExpiry: time.Minute,
 		CRDPoll:       5 * time.Second,

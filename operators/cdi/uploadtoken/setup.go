@@ -3,7 +3,6 @@ package uploadtoken
 import (
 	"context"
 	"fmt"
-	"time"
 
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -11,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/internal/crdwait"
 )
 
 // CRDName is the UploadTokenRequest CRD's name.
@@ -19,23 +18,19 @@ const CRDName = "uploadtokenrequests.upload.cdi.kubevirt.io"
 
 // Setup adds the Issuer to mgr, whose scheme must know
 // upload.cdi.kubevirt.io/v1beta1 (uploadv1.AddToScheme) and core/v1. It
-// waits (polling opts.CRDPoll) for the UploadTokenRequest CRD to be
-// established, as datavolume.Setup does for DataVolumes, then ensures the
-// signing key (EnsureKeys) and starts the controller. RBAC: get, list,
-// watch, delete uploadtokenrequests and update uploadtokenrequests/status;
-// get, create secrets and get, create, update configmaps in the keys'
-// namespace (which must exist).
+// waits (polling opts.CRDPoll, internal/crdwait) for the UploadTokenRequest
+// CRD to be established, as datavolume.Setup does for DataVolumes, then
+// ensures the signing key (EnsureKeys) and starts the controller. RBAC:
+// get, list, watch, delete uploadtokenrequests and update
+// uploadtokenrequests/status; get, create secrets and get, create, update
+// configmaps in the keys' namespace (which must exist).
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.TokenLifetime <= 0 {
 		return fmt.Errorf("upload token issuer: token lifetime %v: expected > 0", opts.TokenLifetime)
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for !datavolume.CRDEstablished(ctx, mgr.GetAPIReader(), CRDName) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(opts.CRDPoll):
-			}
+		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, CRDName) {
+			return nil
 		}
 		// uncached: a cached Get would watch every Secret in the cluster
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})

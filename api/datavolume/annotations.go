@@ -1,0 +1,38 @@
+package datavolume
+
+// PVC annotations, with CDI's names where CDI has one
+// (pkg/controller/common/util.go in kubevirt/containerized-data-importer).
+// The node label that places imports is v1alpha1.ImporterNodeLabel.
+const (
+	// AnnSource is the import source on the PVC: SourceHTTP, SourceNone
+	// (blank) or SourceUpload, CDI's AnnSource.
+	AnnSource = "cdi.kubevirt.io/storage.import.source"
+	// AnnEndpoint is the http(s) URL of an http source, CDI's AnnEndpoint.
+	AnnEndpoint = "cdi.kubevirt.io/storage.import.endpoint"
+	// AnnSecret names the Secret of an http source's credentials, CDI's
+	// AnnSecret.
+	AnnSecret = "cdi.kubevirt.io/storage.import.secretName"
+	// AnnCertConfigMap names the ConfigMap of CAs for https, CDI's
+	// AnnCertConfigMap.
+	AnnCertConfigMap = "cdi.kubevirt.io/storage.import.certConfigMap"
+	// AnnContentType is "kubevirt" or "archive", CDI's AnnContentType.
+	AnnContentType = "cdi.kubevirt.io/storage.contentType"
+	// AnnSelectedNode is the node the PVC is provisioned on for
+	// WaitForFirstConsumer storage (set by the scheduler in Kubernetes, by
+	// the DataVolume controller here).
+	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+	// AnnUploadRequest marks, with value "", the PVC of a DataVolume with
+	// spec.source.upload: the upload target, CDI's AnnUploadRequest
+	// (the upload controller; CDI's cdi-uploadproxy only accepts PVCs
+	// carrying it).
+	AnnUploadRequest = "cdi.kubevirt.io/storage.upload.target"
+	// AnnCreatedForDataVolume is CDI's marker naming the DataVolume UID a
+	// PVC was created for.
+	AnnCreatedForDataVolume = "cdi.kubevirt.io/createdForDataVolume"
+
+	// SourceHTTP, SourceNone and SourceUpload are AnnSource values
+	// (SourceKind).
+	SourceHTTP   = "http"
+	SourceNone   = "none"
+	SourceUpload = "upload"
+)
