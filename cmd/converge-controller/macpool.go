@@ -1,8 +1,8 @@
 package main
 
 // The MAC pool (kubemacpool-mac-controller-manager role): macpool's
-// Controller on the leader, its mutating webhook on the same server and
-// certificate as the hco-webhook.
+// Controller on the leader, its mutating webhook registered through
+// internal/webhook on the same server and certificate as the hco-webhook.
 
 import (
 	"context"
@@ -19,9 +19,7 @@ import (
 
 	"github.com/converge-dev/converge/internal/crdwait"
 	"github.com/converge-dev/converge/internal/webhook"
-	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
-	"github.com/converge-dev/converge/reconciler"
 )
 
 // macPoolFlags configure the MAC pool.
@@ -44,15 +42,14 @@ func nacExists(ctx context.Context, c client.Reader) bool {
 	return c.Get(ctx, types.NamespacedName{Name: macpool.NetworkAddonsConfigName}, nac) == nil
 }
 
-// setupMACPool registers the pool's webhook on mgr's webhook server at
-// once (it answers 500 until the pool is ready) and adds a leader-only
-// runnable that waits for the VirtualMachine CRD and the
-// NetworkAddonsConfig, starts the Controller
-// in namespace ns with the NetworkAddonsConfig's range, registers the
-// MutatingWebhookConfiguration (caBundle from certs, or nil for an
-// externally managed certificate) and then checks the range every
-// f.recheck, giving errRangeChanged when it moved.
-func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.Endpoint, certs *webhook.Manager) error {
+// setupMACPool registers the pool's webhook through webhooks (served at
+// once, answering 503 until the pool is ready; registered once the pool
+// is Ready) and adds a leader-only runnable that runs the pool's
+// lifecycle: it waits for the VirtualMachine CRD and the
+// NetworkAddonsConfig, starts the Controller in namespace ns with the
+// NetworkAddonsConfig's range and then checks the range every f.recheck,
+// giving errRangeChanged when it moved.
+func setupMACPool(mgr manager.Manager, webhooks *webhook.Registrar, f macPoolFlags, ns string) error {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return err
@@ -73,9 +70,8 @@ func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.
 	if err != nil {
 		return err
 	}
-	macpool.Register(mgr.GetWebhookServer(), ctl)
 	log := ctrl.Log.WithName("macpool")
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		// The pool is the cnao operand's: it starts with the
 		// NetworkAddonsConfig the Sync applies (after the CRDs), as
 		// kubemacpool is deployed by CNAO once one exists.
@@ -100,12 +96,6 @@ func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.
 		case <-ctx.Done():
 			return nil
 		}
-		apply := func(ctx context.Context, caBundle []byte) error {
-			return macpool.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
-		}
-		if !registerWebhook(ctx, log.WithValues("range", ctl.Pool().Range().String()), "the MAC pool webhook "+macpool.ConfigurationName, certs, apply) {
-			return nil
-		}
 		tick := time.NewTicker(f.recheck)
 		defer tick.Stop()
 		for {
@@ -126,5 +116,8 @@ func setupMACPool(mgr manager.Manager, f macPoolFlags, ns string, ep hcowebhook.
 				}
 			}
 		}
-	}))
+	})); err != nil {
+		return err
+	}
+	return webhooks.Register(macpool.Webhook(ctl))
 }

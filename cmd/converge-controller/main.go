@@ -1,14 +1,17 @@
 // Command converge-controller reconciles every converge.dev/v1alpha1 Sync
 // of the cluster it runs in (or of --watch-namespace) with package
-// syncctl: it fetches each Sync's HyperConverged config from Git, renders
-// the component graph and drives it into the Sync's target cluster (its
-// own, or a remote one from a kubeconfig Secret), correcting drift as soon
-// as its watches see it. It serves Prometheus metrics
+// gitops/synccontroller: it fetches each Sync's HyperConverged config from
+// Git, renders the component graph and drives it into the Sync's target
+// cluster (its own, or a remote one from a kubeconfig Secret), correcting
+// drift as soon as its watches see it. It serves Prometheus metrics
 // (--metrics-bind-address) and the push webhook receiver
 // (--receiver-bind-address, POST /hook/<namespace>/<name>). It also
 // serves the hco-webhook, which refuses a HyperConverged converge could
-// not render (package admission), with a serving certificate it issues
-// and rotates itself (package webhookcert).
+// not render (operators/hco/hcowebhook), the VM validation webhook
+// (operators/virt/vmadmission) and the MAC pool's webhook
+// (operators/network/macpool) on one webhook server, registered through
+// internal/webhook with a serving certificate it issues and rotates
+// itself.
 package main
 
 import (
@@ -50,13 +53,13 @@ import (
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
-	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
 )
 
-// webhookFlags configure the hco-webhook.
+// webhookFlags configure the webhook server the hco-webhook, the VM
+// validation webhook and the MAC pool share.
 type webhookFlags struct {
 	enabled                     bool
 	port                        int
@@ -69,14 +72,14 @@ type webhookFlags struct {
 
 // endpoint gives where the API server reaches the webhook, or nil when
 // neither a Service nor a URL is configured.
-func (w webhookFlags) endpoint() (*hcowebhook.Endpoint, error) {
+func (w webhookFlags) endpoint() (*webhook.Endpoint, error) {
 	switch {
 	case w.serviceName != "" && w.serviceNS != "":
-		return &hcowebhook.Endpoint{Service: &types.NamespacedName{Namespace: w.serviceNS, Name: w.serviceName}, ServicePort: int32(w.servicePort)}, nil
+		return &webhook.Endpoint{Service: &types.NamespacedName{Namespace: w.serviceNS, Name: w.serviceName}, ServicePort: int32(w.servicePort)}, nil
 	case w.serviceName != "" || w.serviceNS != "":
 		return nil, fmt.Errorf("--webhook-service-name and --webhook-service-namespace go together")
 	case w.url != "":
-		return &hcowebhook.Endpoint{URL: w.url}, nil
+		return &webhook.Endpoint{URL: w.url}, nil
 	}
 	return nil, nil
 }
@@ -178,7 +181,7 @@ func run() error {
 	if wh.enabled {
 		whOpts := ctrlwebhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: []func(*tls.Config){disableHTTP2}}
 		if wh.certDir == "" {
-			if certs, err = newCertManager(restCfg, wh, mp.enabled, vmValidation); err != nil {
+			if certs, err = newCertManager(restCfg, wh); err != nil {
 				return err
 			}
 			whOpts.TLSOpts = append(whOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
@@ -259,22 +262,28 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	var webhooks *webhook.Registrar
 	if wh.enabled {
-		if err := setupWebhook(mgr, engine, *ep, certs, localFacts); err != nil {
+		ro := webhook.DefaultRegisterOptions()
+		ro.FieldOwner = reconciler.FieldManager
+		if webhooks, err = webhook.NewRegistrar(mgr, *ep, certs, ro); err != nil {
+			return err
+		}
+		if err := webhooks.Register(hcowebhook.Webhook(engine, localFacts)); err != nil {
 			return err
 		}
 	}
 	switch {
-	case mp.enabled && wh.enabled:
-		if err := setupMACPool(mgr, mp, wh.namespace(), *ep, certs); err != nil {
+	case mp.enabled && webhooks != nil:
+		if err := setupMACPool(mgr, webhooks, mp, wh.namespace()); err != nil {
 			return err
 		}
 	case mp.enabled:
 		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
 	switch {
-	case vmValidation && wh.enabled:
-		if err := setupVMValidation(mgr, mp.crdPoll, *ep, certs); err != nil {
+	case vmValidation && webhooks != nil:
+		if err := webhooks.Register(vmadmission.Webhook()); err != nil {
 			return err
 		}
 	case vmValidation:
@@ -283,10 +292,10 @@ func run() error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// newScheme knows the client-go types, converge.dev/v1alpha1 and
-// kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for virtctl) and
-// cdi.kubevirt.io/v1beta1 (DataVolume) and upload.cdi.kubevirt.io/v1beta1
-// (UploadTokenRequest).
+// newScheme knows the client-go types, converge.dev/v1alpha1,
+// kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for the
+// virt-controller), cdi.kubevirt.io/v1beta1 (DataVolume) and
+// upload.cdi.kubevirt.io/v1beta1 (UploadTokenRequest).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -366,13 +375,12 @@ func addReceiver(mgr manager.Manager, addr string, r *synccontroller.Reconciler)
 // scaffold does against the HTTP/2 stream-reset attacks (CVE-2023-44487).
 func disableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
-// newCertManager gives the webhookcert.Manager of the serving certificate,
+// newCertManager gives the certificate Manager of the webhook server,
 // with HCO's certConfig default lifetimes, reading and writing straight
 // through the API server (not the manager's cache). Its CA goes into the
-// hco-webhook's configuration and CRD, and into the MAC pool's and the VM
-// validation webhook's configurations when macPool and vmValidation say
-// they are served.
-func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation bool) (*webhook.Manager, error) {
+// configurations (and the HyperConverged CRD's conversion webhook) the
+// webhook Registrar registers.
+func newCertManager(cfg *rest.Config, wh webhookFlags) (*webhook.Manager, error) {
 	hosts, err := wh.hosts()
 	if err != nil {
 		return nil, err
@@ -381,58 +389,10 @@ func newCertManager(cfg *rest.Config, wh webhookFlags, macPool, vmValidation boo
 	if err != nil {
 		return nil, err
 	}
-	targets := []webhook.Target{
-		{Kind: webhook.ValidatingWebhook, Name: hcowebhook.ConfigurationName},
-		{Kind: webhook.CRDConversion, Name: "hyperconvergeds.hco.kubevirt.io"},
-	}
-	if macPool {
-		targets = append(targets, webhook.Target{Kind: webhook.MutatingWebhook, Name: macpool.ConfigurationName})
-	}
-	if vmValidation {
-		targets = append(targets, webhook.Target{Kind: webhook.ValidatingWebhook, Name: vmadmission.ConfigurationName})
-	}
 	return webhook.New(c, webhook.Options{
 		Secret:     types.NamespacedName{Namespace: wh.namespace(), Name: wh.secretName},
 		Hosts:      hosts,
-		Targets:    targets,
 		CAName:     "converge-webhook-ca",
 		FieldOwner: "converge-webhookcert",
 	})
-}
-
-// setupWebhook serves the Validator on the manager's webhook server and
-// adds the runnables that keep the certificate (certs; nil for an
-// externally managed one) and register the ValidatingWebhookConfiguration
-// once the engine's CRDs are generated (the first render would otherwise
-// outlast the webhook timeout) and the certificate is served; a failed
-// registration is retried every 5s.
-func setupWebhook(mgr manager.Manager, engine *graph.Engine, ep hcowebhook.Endpoint, certs *webhook.Manager,
-	facts func(context.Context) (map[string]any, error)) error {
-	hcowebhook.Register(mgr.GetWebhookServer(), &hcowebhook.Validator{Engine: engine, Facts: facts})
-	hcowebhook.RegisterConversion(mgr.GetWebhookServer(), &hcowebhook.Converter{Engine: engine})
-	if certs != nil {
-		if err := mgr.Add(certs); err != nil {
-			return err
-		}
-		if err := mgr.AddReadyzCheck("webhook-certificate", certs.ReadyCheck); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if _, err := engine.CRDs(); err != nil {
-			return err
-		}
-		apply := func(ctx context.Context, caBundle []byte) error {
-			return hcowebhook.Apply(ctx, c, ep, caBundle, reconciler.FieldManager)
-		}
-		if !registerWebhook(ctx, ctrl.Log.WithName("admission"), "the hco-webhook "+hcowebhook.ConfigurationName, certs, apply) {
-			return nil
-		}
-		<-ctx.Done()
-		return nil
-	}))
 }

@@ -50,7 +50,9 @@ var (
 // registers the hco-webhook (with the CA of the certificate it issued)
 // that then refuses an invalid HyperConverged, serves v1beta1 through its
 // /convert webhook, gives VirtualMachine NICs MACs from the
-// NetworkAddonsConfig range through its MAC pool webhook, refuses a VirtualMachine with a field converge does not run, exposes the Sync's metrics on /metrics, applies a new
+// NetworkAddonsConfig range through its MAC pool webhook, refuses a
+// VirtualMachine with a field converge does not run, logs each webhook's
+// registration, exposes the Sync's metrics on /metrics, applies a new
 // commit when its receiver gets a signed push, and exits 0 on SIGTERM.
 func TestControllerBinary(t *testing.T) {
 	bin, err := controlplane.BinDir()
@@ -237,6 +239,14 @@ func TestControllerBinary(t *testing.T) {
 		err := c.Create(ctx, gpuVM.DeepCopy(), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), fmt.Sprintf("admission webhook %q denied the request: VirtualMachine converge/gpu: spec.template.spec.domain.devices.gpus: not supported by converge", vmadmission.VirtualMachineWebhookName))
 	})
+	// Each webhook logged its registration (the MAC pool's with its range).
+	for _, want := range []struct{ logger, msg, key string }{
+		{"admission", "the hco-webhook " + hcowebhook.ConfigurationName + " registered", ""},
+		{"macpool", "the MAC pool webhook " + macpool.ConfigurationName + " registered", "range"},
+		{"vm-validation", "the VM validation webhook " + vmadmission.ConfigurationName + " registered", ""},
+	} {
+		controlplane.Eventually(t, 10*time.Second, func() bool { return loggedBy(logs.String(), want.logger, want.msg, want.key) })
+	}
 	pool := &corev1.ConfigMap{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "converge-macpool"}, pool); err != nil {
 		t.Errorf("the MAC pool's ConfigMap: %v", err)
@@ -337,6 +347,18 @@ func reconciledLog(logs, revision, change string) bool {
 		}
 		if json.Unmarshal([]byte(l), &line) == nil && line.Msg == "reconciled" && line.Name == syncKey.Name &&
 			line.Revision == revision && slices.Contains(line.Changes, change) {
+			return true
+		}
+	}
+	return false
+}
+
+// loggedBy reports whether logs (JSON lines) hold a line of logger with
+// msg (and key, when not empty).
+func loggedBy(logs, logger, msg, key string) bool {
+	for l := range strings.Lines(logs) {
+		line := map[string]any{}
+		if json.Unmarshal([]byte(l), &line) == nil && line["logger"] == logger && line["msg"] == msg && (key == "" || line[key] != nil) {
 			return true
 		}
 	}

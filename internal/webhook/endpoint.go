@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -10,8 +11,8 @@ import (
 
 // Endpoint is where the API server reaches a webhook server whose
 // certificate this package keeps: a Service in the cluster, or else a base
-// URL (https://host:port, for local and test runs). The hco-webhook
-// (package admission) and the MAC pool (package macpool) share it.
+// URL (https://host:port, for local and test runs). Every webhook
+// converge-controller serves shares it (one server, one certificate).
 type Endpoint struct {
 	// Service is the Service in front of the webhook server; nil means URL.
 	Service *types.NamespacedName
@@ -19,6 +20,14 @@ type Endpoint struct {
 	ServicePort int32
 	// URL is the server's base URL, used when Service is nil.
 	URL string
+}
+
+// validate reports an Endpoint that names neither a Service nor a URL.
+func (ep Endpoint) validate() error {
+	if ep.Service == nil && ep.URL == "" {
+		return errors.New("the webhook endpoint needs a Service or a URL")
+	}
+	return nil
 }
 
 func (ep Endpoint) port() int32 {

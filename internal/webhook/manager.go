@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,20 @@ func (m *Manager) SetLifetimes(l Lifetimes) error {
 	m.mu.Unlock()
 	m.Trigger()
 	return nil
+}
+
+// AddTargets takes more targets that must trust the CA (those of a
+// Configuration a Registrar registers) and adds the ones the Manager does
+// not have yet; the next Sync injects the bundle into them.
+func (m *Manager) AddTargets(ts ...Target) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range ts {
+		if !slices.Contains(m.opts.Targets, t) {
+			// Clip: a copy of the options a Sync holds keeps its own array.
+			m.opts.Targets = append(slices.Clip(m.opts.Targets), t)
+		}
+	}
 }
 
 // Trigger wakes a running Manager for an immediate Sync, e.g. right after

@@ -1,17 +1,3 @@
-// Package webhookcert issues and rotates the serving certificate of an
-// admission or conversion webhook server: a self-signed CA and a serving
-// certificate kept in one Secret, re-issued before they expire, served from
-// memory (GetCertificate) and trusted by the API server through the
-// caBundle this package injects into the named
-// ValidatingWebhookConfigurations, MutatingWebhookConfigurations and CRD
-// conversion webhooks. It knows nothing about what the webhook serves.
-//
-// The lifetimes follow HCO's certConfig (api/v1beta1
-// HyperConvergedCertConfig: ca 48h/24h, server 24h/12h), which HCO hands to
-// KubeVirt, CDI and CNAO; issuing follows KubeVirt pkg/certificates/triple,
-// renewal and the CA overlap in the bundle KubeVirt
-// pkg/virt-operator/resource/generate/components/secrets.go
-// (NextRotationDeadline, MergeCABundle).
 package webhook
 
 import (
@@ -94,7 +80,8 @@ type Options struct {
 	// covers, e.g. the Service's <svc>.<ns>.svc or 127.0.0.1. Required.
 	Hosts []string
 	// Targets get the CA bundle injected. A target that does not exist yet
-	// is skipped until it does.
+	// is skipped until it does. A Registrar adds those of the
+	// Configurations it registers (Manager.AddTargets).
 	Targets []Target
 	// Lifetimes of the certificates; zero means DefaultLifetimes.
 	Lifetimes Lifetimes

@@ -6,9 +6,9 @@ import (
 )
 
 // ValidatingHook says what one validating webhook checks and where the
-// API server sends it: converge's validating webhooks (package admission
-// for HyperConverged, package vmadmission for VirtualMachines) differ only
-// in these.
+// API server sends it: converge's validating webhooks (the hco-webhook
+// for HyperConverged, operators/hco/hcowebhook; the VM validation webhook,
+// operators/virt/vmadmission) differ only in these.
 type ValidatingHook struct {
 	// Name is the webhook's name, a qualified name such as
 	// "validate-hco.kubevirt.io".

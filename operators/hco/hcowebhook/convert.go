@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/graph"
 )
@@ -28,14 +27,9 @@ const maxReviewBytes = 32 << 20
 // graph.Engine.ConvertHyperConverged (the schema's #ToV1 / #ToV1Beta1, as
 // HCO api/v1beta1/conversion.go). One object that cannot be converted
 // fails the whole review, with the object named in the message, as the API
-// server expects.
+// server expects. Webhook serves it at ConvertPath.
 type Converter struct {
 	Engine *graph.Engine
-}
-
-// RegisterConversion serves c at ConvertPath on srv.
-func RegisterConversion(srv webhook.Server, c *Converter) {
-	srv.Register(ConvertPath, c)
 }
 
 // ServeHTTP implements http.Handler.

@@ -2,24 +2,21 @@ package hcowebhook_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 )
@@ -37,15 +34,26 @@ func TestConversionThroughAPIServer(t *testing.T) {
 	c := controlplane.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	port := controlplane.FreePort(t)
-	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-hyperconverged"}}); err != nil {
+		t.Fatal(err)
+	}
 	e, err := graph.NewEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := base + hcowebhook.ConvertPath
-	e.EnableConversion(apiextensionsv1.WebhookClientConfig{URL: &url})
+	w := hcowebhook.Webhook(e, func(context.Context) (map[string]any, error) {
+		return map[string]any{"platform": "kubernetes", "workerNodes": 2}, nil
+	})
+	certs := webhooktest.Start(t, c, webhook.Options{
+		Secret:  types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "converge-webhook-cert"},
+		Hosts:   []string{"127.0.0.1"},
+		Targets: w.Targets(), // the configuration and the CRD's conversion webhook
+	})
+	ep := webhooktest.Serve(t, ctx, certs, w)
+
+	// The CRD converts through the served /convert, as converge-controller
+	// enables it.
+	e.EnableConversion(ep.ClientConfig(hcowebhook.ConvertPath))
 	crds, err := e.CRDs()
 	if err != nil {
 		t.Fatal(err)
@@ -56,38 +64,11 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			crd = x.Object
 		}
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-hyperconverged"}}); err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("converge-test")); err != nil {
 		t.Fatal(err)
 	}
-
-	certs, err := webhook.New(c, webhook.Options{
-		Secret: types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "converge-webhook-cert"},
-		Hosts:  []string{"127.0.0.1"},
-		Targets: []webhook.Target{
-			{Kind: webhook.ValidatingWebhook, Name: hcowebhook.ConfigurationName},
-			{Kind: webhook.CRDConversion, Name: crd.GetName()},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = certs.Start(ctx) }()
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})
-	hcowebhook.Register(srv, &hcowebhook.Validator{Engine: e, Facts: func(context.Context) (map[string]any, error) {
-		return map[string]any{"platform": "kubernetes", "workerNodes": 2}, nil
-	}})
-	hcowebhook.RegisterConversion(srv, &hcowebhook.Converter{Engine: e})
-	go func() { _ = srv.Start(ctx) }()
-	select {
-	case <-certs.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("no serving certificate")
-	}
-	if err := hcowebhook.Apply(ctx, c, hcowebhook.Endpoint{URL: base}, certs.CABundle(), "converge-test"); err != nil {
+	certs.Trigger() // inject the CA into the new CRD now
+	if err := w.Apply(ctx, c, ep, certs.CABundle(), "converge-test"); err != nil {
 		t.Fatal(err)
 	}
 	waitForWebhook(t, ctx, c, "v1beta1")

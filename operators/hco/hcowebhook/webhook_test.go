@@ -2,7 +2,6 @@ package hcowebhook_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 )
@@ -49,29 +48,16 @@ func TestWebhookThroughAPIServer(t *testing.T) {
 		}
 	}
 
-	port := controlplane.FreePort(t)
-	certs, err := webhook.New(c, webhook.Options{
+	w := hcowebhook.Webhook(e, func(context.Context) (map[string]any, error) {
+		return map[string]any{"platform": "kubernetes", "workerNodes": 2}, nil
+	})
+	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: "kubevirt-hyperconverged", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhook.Target{{Kind: webhook.ValidatingWebhook, Name: hcowebhook.ConfigurationName}},
+		Targets: w.Targets(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = certs.Start(ctx) }()
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})
-	hcowebhook.Register(srv, &hcowebhook.Validator{Engine: e, Facts: func(context.Context) (map[string]any, error) {
-		return map[string]any{"platform": "kubernetes", "workerNodes": 2}, nil
-	}})
-	go func() { _ = srv.Start(ctx) }()
-	select {
-	case <-certs.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("no serving certificate")
-	}
-	ep := hcowebhook.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	if err := hcowebhook.Apply(ctx, c, ep, certs.CABundle(), "converge-test"); err != nil {
+	ep := webhooktest.Serve(t, ctx, certs, w)
+	if err := w.Apply(ctx, c, ep, certs.CABundle(), "converge-test"); err != nil {
 		t.Fatal(err)
 	}
 	waitForWebhook(t, ctx, c, versions[0])

@@ -9,6 +9,7 @@
 // in-memory table, safe for concurrent use), Controller (rebuilds the
 // Pool from the VirtualMachines and a ConfigMap of in-flight
 // reservations, follows VirtualMachine changes, serves the webhook), and
-// Configuration/Apply (the MutatingWebhookConfiguration, whose caBundle
-// webhookcert injects; the serving certificate is webhookcert's too).
+// Webhook (the MutatingWebhookConfiguration, registered through
+// internal/webhook, whose certificate Manager injects its caBundle and
+// issues the serving certificate).
 package macpool

@@ -2,8 +2,6 @@ package macpool_test
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
@@ -25,7 +22,7 @@ import (
 )
 
 // cluster is a real API server with a permissive kubevirt.io/v1
-// VirtualMachine CRD and a webhookcert Manager whose serving certificate
+// VirtualMachine CRD and a certificate Manager whose serving certificate
 // the pool's webhook serves and whose CA it injects into
 // converge-macpool.
 type cluster struct {
@@ -48,7 +45,7 @@ func startCluster(t testing.TB) *cluster {
 	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: poolNS, Name: "converge-macpool-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhook.Target{{Kind: webhook.MutatingWebhook, Name: macpool.ConfigurationName}},
+		Targets: macpool.Webhook(nil).Targets(),
 		Resync:  time.Second,
 	})
 	return &cluster{env: env, c: c, scheme: scheme, certs: certs}
@@ -78,11 +75,8 @@ func (cl *cluster) startPool(t testing.TB, o macpool.Options) *instance {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- ctl.Start(ctx) }()
-	port := controlplane.FreePort(t)
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cl.certs.GetCertificate }}})
-	macpool.Register(srv, ctl)
-	go func() { _ = srv.Start(ctx) }()
+	w := macpool.Webhook(ctl)
+	ep := webhooktest.Serve(t, ctx, cl.certs, w)
 	select {
 	case <-ctl.Ready():
 	case err := <-errc:
@@ -90,8 +84,7 @@ func (cl *cluster) startPool(t testing.TB, o macpool.Options) *instance {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the pool did not become ready")
 	}
-	ep := macpool.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	if err := macpool.Apply(ctx, cl.c, ep, cl.certs.CABundle(), "converge-test"); err != nil {
+	if err := w.Apply(ctx, cl.c, ep, cl.certs.CABundle(), "converge-test"); err != nil {
 		t.Fatal(err)
 	}
 	// The API server picks the configuration up after a moment: a dry run

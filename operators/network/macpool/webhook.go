@@ -9,8 +9,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -43,7 +41,7 @@ var _ ctrladmission.Handler = (*Controller)(nil)
 //
 // New MACs are reserved in the pool and written to the reservations
 // ConfigMap before the patch is returned; a dry run reserves nothing.
-// Requests are refused (500) until the pool is Ready.
+// Requests are refused (503) until the pool is Ready.
 func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ctrladmission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return ctrladmission.Allowed("")
@@ -142,50 +140,36 @@ func (ctl *Controller) Handle(ctx context.Context, req ctrladmission.Request) ct
 	return ctrladmission.PatchResponseFromRaw(req.Object.Raw, mutated)
 }
 
-// Register takes a controller-runtime webhook server and serves the
-// Controller's Handle on Path.
-func Register(srv ctrlwebhook.Server, ctl *Controller) {
-	srv.Register(Path, &ctrlwebhook.Admission{Handler: ctl})
-}
-
-// Endpoint is where the API server reaches the webhook server, as for the
-// hco-webhook.
-type Endpoint = webhook.Endpoint
-
-// Configuration takes the endpoint and a PEM CA bundle (nil leaves it to
-// webhookcert's injection) and gives the MutatingWebhookConfiguration
-// converge-macpool: one webhook on CREATE and UPDATE of kubevirt.io
-// virtualmachines (matchPolicy Equivalent: requests in other versions are
-// converted to v1 for it), failurePolicy Fail (a VM must never be stored
-// without the pool knowing its MACs), sideEffects NoneOnDryRun (the
-// reservation ConfigMap is written on real requests only), timeoutSeconds
-// 10, admissionReviewVersions [v1], as upstream kubemacpool's
-// mutatevirtualmachines.kubemacpool.io.
-func Configuration(ep Endpoint, caBundle []byte) *acv1.MutatingWebhookConfigurationApplyConfiguration {
-	cc := ep.AdmissionClientConfig(Path, caBundle)
-	return acv1.MutatingWebhookConfiguration(ConfigurationName).WithWebhooks(
-		acv1.MutatingWebhook().WithName(WebhookName).WithClientConfig(cc).
-			WithRules(acv1.RuleWithOperations().
-				WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update).
-				WithAPIGroups(VirtualMachineGVK.Group).WithAPIVersions(VirtualMachineGVK.Version).
-				WithResources("virtualmachines").WithScope(admissionregistrationv1.NamespacedScope)).
-			WithMatchPolicy(admissionregistrationv1.Equivalent).
-			WithFailurePolicy(admissionregistrationv1.Fail).
-			WithSideEffects(admissionregistrationv1.SideEffectClassNoneOnDryRun).
-			WithReinvocationPolicy(admissionregistrationv1.NeverReinvocationPolicy).
-			WithTimeoutSeconds(10).
-			WithAdmissionReviewVersions("v1"))
-}
-
-// Apply takes a client, the endpoint, a PEM CA bundle (may be nil) and a
-// field manager, and creates or updates the configuration with
-// server-side apply (forcing ownership of the fields it sets).
-func Apply(ctx context.Context, c client.Client, ep Endpoint, caBundle []byte, fieldOwner string) error {
-	if ep.Service == nil && ep.URL == "" {
-		return fmt.Errorf("macpool: the webhook endpoint needs a Service or a URL")
+// Webhook gives the MAC pool's webhook as internal/webhook registers it:
+// the MutatingWebhookConfiguration converge-macpool, one webhook on
+// CREATE and UPDATE of kubevirt.io virtualmachines (matchPolicy
+// Equivalent: requests in other versions are converted to v1 for it),
+// failurePolicy Fail (a VM must never be stored without the pool knowing
+// its MACs), sideEffects NoneOnDryRun (the reservation ConfigMap is
+// written on real requests only), reinvocationPolicy Never,
+// timeoutSeconds 10, admissionReviewVersions [v1], as upstream
+// kubemacpool's mutatevirtualmachines.kubemacpool.io. The Controller's
+// Handle serves Path (refusing requests until the pool is Ready); the
+// configuration is registered once the VirtualMachine CRD is established
+// and the pool is Ready, and its log lines name the pool's range.
+func Webhook(ctl *Controller) webhook.Configuration {
+	return webhook.Configuration{
+		Name:    ConfigurationName,
+		What:    "the MAC pool webhook",
+		LogName: "macpool",
+		Mutating: []webhook.MutatingHook{{Name: WebhookName, Path: Path,
+			Group: VirtualMachineGVK.Group, Version: VirtualMachineGVK.Version, Resource: "virtualmachines",
+			MatchPolicy: admissionregistrationv1.Equivalent, SideEffects: admissionregistrationv1.SideEffectClassNoneOnDryRun}},
+		Handlers: []webhook.Handler{{Path: Path, Handler: &ctrlwebhook.Admission{Handler: ctl}}},
+		CRDs:     []string{"virtualmachines.kubevirt.io"},
+		Ready: func(ctx context.Context) error {
+			select {
+			case <-ctl.Ready():
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		LogValues: func() []any { return []any{"range", ctl.Pool().Range().String()} },
 	}
-	if err := c.Apply(ctx, Configuration(ep, caBundle), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("MutatingWebhookConfiguration %s: applying: %w", ConfigurationName, err)
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package vmadmission_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
@@ -33,8 +31,8 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 }
 
 // TestThroughAPIServer registers the webhook with a real kube-apiserver
-// (serving certificate and caBundle from webhookcert) and checks what the
-// API server then admits and refuses.
+// (serving certificate and caBundle from internal/webhook's Manager) and
+// checks what the API server then admits and refuses.
 func TestThroughAPIServer(t *testing.T) {
 	controlplane.RequireForTest(t)
 	_, c, _ := controlplane.StartEnvForTest(t)
@@ -52,19 +50,15 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	w := vmadmission.Webhook()
 	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: "converge-system", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},
-		Targets: []webhook.Target{{Kind: webhook.ValidatingWebhook, Name: vmadmission.ConfigurationName}},
+		Targets: w.Targets(),
 		Resync:  time.Second,
 	})
-	port := controlplane.FreePort(t)
-	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = certs.GetCertificate }}})
-	vmadmission.Register(srv)
-	go func() { _ = srv.Start(ctx) }()
-	ep := vmadmission.Endpoint{URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	if err := vmadmission.Apply(ctx, c, ep, nil, "converge-test"); err != nil {
+	ep := webhooktest.Serve(t, ctx, certs, w)
+	if err := w.Apply(ctx, c, ep, nil, "converge-test"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

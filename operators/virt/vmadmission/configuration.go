@@ -1,12 +1,7 @@
 package vmadmission
 
 import (
-	"context"
-	"fmt"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	acv1 "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/webhook"
@@ -30,46 +25,34 @@ const (
 	VirtualMachineInstancePath = "/virtualmachineinstances-validate"
 )
 
-// Endpoint is where the API server reaches the webhook server, shared
-// with the hco-webhook and the MAC pool (webhookcert.Endpoint).
-type Endpoint = webhook.Endpoint
-
-// Register takes a controller-runtime webhook server and serves a
-// Validator on both paths.
-func Register(srv ctrlwebhook.Server) {
-	srv.Register(VirtualMachinePath, &ctrlwebhook.Admission{Handler: Validator{}})
-	srv.Register(VirtualMachineInstancePath, &ctrlwebhook.Admission{Handler: Validator{}})
-}
-
-// Configuration takes the endpoint and a PEM CA bundle (nil leaves it to
-// webhookcert's injection) and gives the ValidatingWebhookConfiguration
-// converge-vm-validator: one webhook for kubevirt.io virtualmachines and
-// one for virtualmachineinstances, each on CREATE and UPDATE (not the
-// status subresource: status writes are never checked), matchPolicy
-// Equivalent (requests in other versions are converted to v1),
-// failurePolicy Fail (a VM must not be stored unchecked while the
-// controller is down), sideEffects None, timeoutSeconds 10,
-// admissionReviewVersions [v1].
-func Configuration(ep Endpoint, caBundle []byte) *acv1.ValidatingWebhookConfigurationApplyConfiguration {
-	hook := func(name, resource, path string) *acv1.ValidatingWebhookApplyConfiguration {
-		return ep.ValidatingWebhook(webhook.ValidatingHook{Name: name, Path: path,
-			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}, caBundle)
+// Webhook gives the VM validation webhook as internal/webhook registers
+// it: the ValidatingWebhookConfiguration converge-vm-validator, one
+// webhook for kubevirt.io virtualmachines and one for
+// virtualmachineinstances, each on CREATE and UPDATE (not the status
+// subresource: status writes are never checked), matchPolicy Equivalent
+// (requests in other versions are converted to v1), failurePolicy Fail (a
+// VM must not be stored unchecked while the controller is down),
+// sideEffects None, timeoutSeconds 10, admissionReviewVersions [v1]. A
+// Validator serves both paths. It is registered once the VirtualMachine
+// and VirtualMachineInstance CRDs are established, so that failurePolicy
+// Fail blocks nothing before converge installs KubeVirt.
+func Webhook() webhook.Configuration {
+	hook := func(name, resource, path string) webhook.ValidatingHook {
+		return webhook.ValidatingHook{Name: name, Path: path,
+			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}
 	}
-	return acv1.ValidatingWebhookConfiguration(ConfigurationName).WithWebhooks(
-		hook(VirtualMachineWebhookName, "virtualmachines", VirtualMachinePath),
-		hook(VirtualMachineInstanceWebhookName, "virtualmachineinstances", VirtualMachineInstancePath),
-	)
-}
-
-// Apply takes a client, the endpoint, a PEM CA bundle (may be nil) and a
-// field manager, and creates or updates the configuration with
-// server-side apply (forcing ownership of the fields it sets).
-func Apply(ctx context.Context, c client.Client, ep Endpoint, caBundle []byte, fieldOwner string) error {
-	if ep.Service == nil && ep.URL == "" {
-		return fmt.Errorf("ValidatingWebhookConfiguration %s: the webhook endpoint needs a Service or a URL", ConfigurationName)
+	return webhook.Configuration{
+		Name:    ConfigurationName,
+		What:    "the VM validation webhook",
+		LogName: "vm-validation",
+		Validating: []webhook.ValidatingHook{
+			hook(VirtualMachineWebhookName, "virtualmachines", VirtualMachinePath),
+			hook(VirtualMachineInstanceWebhookName, "virtualmachineinstances", VirtualMachineInstancePath),
+		},
+		Handlers: []webhook.Handler{
+			{Path: VirtualMachinePath, Handler: &ctrlwebhook.Admission{Handler: Validator{}}},
+			{Path: VirtualMachineInstancePath, Handler: &ctrlwebhook.Admission{Handler: Validator{}}},
+		},
+		CRDs: []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io"},
 	}
-	if err := c.Apply(ctx, Configuration(ep, caBundle), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("ValidatingWebhookConfiguration %s: applying: %w", ConfigurationName, err)
-	}
-	return nil
 }
