@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"time"
 
+	"github.com/converge-dev/converge/internal/pki"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/cert"
 )
@@ -61,16 +62,16 @@ func NeedsRotation(c *x509.Certificate, renewBefore time.Duration, now time.Time
 func PlanSecret(data map[string][]byte, l Lifetimes, caName string, hosts []string, now time.Time) (Plan, error) {
 	p := Plan{Data: map[string][]byte{}}
 	caRenew := max(l.CARenewBefore, l.ServerRenewBefore)
-	ca, err := ParseKeyPair(data[CACertKey], data[CAKeyKey])
+	ca, err := pki.ParseKeyPair(data[CACertKey], data[CAKeyKey])
 	if err != nil || !ca.Cert.IsCA || !matches(ca) || NeedsRotation(ca.Cert, caRenew, now) {
-		if ca, err = IssueCA(caName, now, l.CADuration); err != nil {
+		if ca, err = pki.IssueCA(caName, now, l.CADuration); err != nil {
 			return p, err
 		}
 		p.CARotated = true
 	}
-	serving, err := ParseKeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
+	serving, err := pki.ParseKeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
 	if p.CARotated || err != nil || !servingOK(serving, ca, hosts, l.ServerRenewBefore, now) {
-		if serving, err = IssueServing(ca, hosts, now, l.ServerDuration); err != nil {
+		if serving, err = pki.IssueServing(ca, hosts, now, l.ServerDuration); err != nil {
 			return p, err
 		}
 		p.ServingRotated = true
@@ -79,7 +80,7 @@ func PlanSecret(data map[string][]byte, l Lifetimes, caName string, hosts []stri
 	p.Next = earliest(ca.Cert.NotAfter.Add(-caRenew), serving.Cert.NotAfter.Add(-l.ServerRenewBefore))
 	previous, _ := cert.ParseCertsPEM(data[CABundleKey]) // an unreadable bundle is rebuilt
 	if p.CARotated {
-		if old, err := ParseKeyPair(data[CACertKey], data[CAKeyKey]); err == nil {
+		if old, err := pki.ParseKeyPair(data[CACertKey], data[CAKeyKey]); err == nil {
 			previous = append([]*x509.Certificate{old.Cert}, previous...)
 		}
 	}
@@ -108,7 +109,7 @@ func PlanSecret(data map[string][]byte, l Lifetimes, caName string, hosts []stri
 // servingOK reports whether serving is a usable, current serving
 // certificate: its key matches, ca signed it, it covers every host and it
 // is not due for renewal.
-func servingOK(serving, ca *KeyPair, hosts []string, renewBefore time.Duration, now time.Time) bool {
+func servingOK(serving, ca *pki.KeyPair, hosts []string, renewBefore time.Duration, now time.Time) bool {
 	if !matches(serving) || serving.Cert.CheckSignatureFrom(ca.Cert) != nil || NeedsRotation(serving.Cert, renewBefore, now) {
 		return false
 	}
@@ -121,7 +122,7 @@ func servingOK(serving, ca *KeyPair, hosts []string, renewBefore time.Duration, 
 }
 
 // matches reports whether the key pair's key belongs to its certificate.
-func matches(kp *KeyPair) bool {
+func matches(kp *pki.KeyPair) bool {
 	_, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
 	return err == nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge/internal/pki"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/cert"
 )
@@ -18,7 +19,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func TestPlanSecretLifecycle(t *testing.T) {
 	l := Lifetimes{CADuration: 48 * time.Hour, CARenewBefore: 12 * time.Hour, ServerDuration: 24 * time.Hour, ServerRenewBefore: 12 * time.Hour}
 	hosts := []string{"svc.ns.svc", "127.0.0.1"}
-	otherCA, err := IssueCA("other", t0.Add(40*time.Hour), l.CADuration)
+	otherCA, err := pki.IssueCA("other", t0.Add(40*time.Hour), l.CADuration)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +101,11 @@ func checkChain(t *testing.T, data map[string][]byte, hosts []string, now time.T
 	if !pool.AppendCertsFromPEM(data[CABundleKey]) {
 		t.Fatal("empty bundle")
 	}
-	serving, err := ParseKeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
+	serving, err := pki.ParseKeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := ParseKeyPair(data[CACertKey], data[CAKeyKey])
+	ca, err := pki.ParseKeyPair(data[CACertKey], data[CAKeyKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestPlanSecretUnevenRenewBefore(t *testing.T) {
 }
 
 func TestNeedsRotation(t *testing.T) {
-	ca, err := IssueCA("ca", t0, 10*time.Hour)
+	ca, err := pki.IssueCA("ca", t0, 10*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
