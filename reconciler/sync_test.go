@@ -80,7 +80,7 @@ func (r *gitRepo) edit(name, old, new string) {
 // (package gitops), render it (package graph, schema-default facts) and
 // run Pipeline.Sync, keeping the last result. A fetch or render error is
 // passed to the Pipeline as Input.Err with the last HyperConverged
-// rendered, as package syncctl does, so it is reported on the HC.
+// rendered, as package synccontroller does, so it is reported on the HC.
 type syncer struct {
 	cfg     *rest.Config
 	c       client.Client

@@ -12,7 +12,7 @@ import (
 	"github.com/converge-dev/converge/gitops/source"
 )
 
-// sourceError is a failure to build the gitops.Source of a Sync from its
+// sourceError is a failure to build the source.Source of a Sync from its
 // spec and Secrets.
 type sourceError struct {
 	reason string
@@ -25,9 +25,9 @@ type sourceError struct {
 func (e *sourceError) Error() string { return e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
 
-// source builds the gitops.Source of s: URL and ref, the credentials of
-// spec.source.secretRef (gitops.AuthFromSecret, Flux's keys), the
-// verification of spec.source.verify (gitops.VerificationFromSecret) and
+// source builds the source.Source of s: URL and ref, the credentials of
+// spec.source.secretRef (source.AuthFromSecret, Flux's keys), the
+// verification of spec.source.verify (source.VerificationFromSecret) and
 // spec.source.timeout. Secrets are read through the API reader, never
 // cached.
 func (r *Reconciler) source(ctx context.Context, s *v1alpha1.Sync) (source.Source, error) {

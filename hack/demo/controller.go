@@ -46,7 +46,7 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 // startController wires a controller-runtime manager and a
-// syncctl.Reconciler as cmd/converge-controller does (without the
+// synccontroller.Reconciler as cmd/converge-controller does (without the
 // hco-webhook, the receiver, metrics and leader election) against cfg,
 // with its Git cache in cacheDir, and starts the manager. The manager
 // stops when ctx ends; wait on the returned channel for it.

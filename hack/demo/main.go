@@ -5,7 +5,7 @@
 // http-backend on loopback, installs converge with `converge install
 // --wait=false --sync-url …` (the Sync CRD, converge-controller's
 // namespace, RBAC and Deployment, and a Sync of the repository), and runs
-// converge-controller's Sync reconciler (package syncctl) in this process,
+// converge-controller's Sync reconciler (package gitops/synccontroller) in this process,
 // since without kubelets the installed Deployment never starts. It then
 // narrates with the real CLI verbs, run in-process against a kubeconfig
 // of the control plane, so the output is what a user sees: get, tree
@@ -144,9 +144,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	note("--wait=false: with no kubelet here the Deployment never starts, so the demo runs")
-	note("converge-controller's reconciler (package syncctl) in this process instead")
+	note("converge-controller's reconciler (package gitops/synccontroller) in this process instead")
 
-	say("starting converge-controller in this process (controller-runtime manager + syncctl.Reconciler)")
+	say("starting converge-controller in this process (controller-runtime manager + synccontroller.Reconciler)")
 	mctx, stopCtl := context.WithCancel(ctx)
 	ctl, ctlDone, err := startController(mctx, env.Config, filepath.Join(work, "cache"))
 	if err != nil {

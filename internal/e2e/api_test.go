@@ -273,7 +273,7 @@ func vmiReady(vmi *kubevirtv1.VirtualMachineInstance) corev1.ConditionStatus {
 	return ""
 }
 
-// installCRDs applies the graph's Sync CRD (converge-controller's syncctl
+// installCRDs applies the graph's Sync CRD (converge-controller's synccontroller
 // watches Syncs) and VirtualMachine/VirtualMachineInstance CRDs and waits
 // until they are served.
 func installCRDs(t *testing.T, c client.Client) {

@@ -12,7 +12,7 @@ import (
 // EnableConversion makes the generated CRDs serve their alsoServed versions
 // (the HyperConverged's v1beta1) next to the storage version, converted by
 // the webhook at cc (a Service or URL, path included; the caBundle is left
-// to whoever injects it, e.g. webhookcert). It must be called before the
+// to whoever injects it, e.g. internal/webhook). It must be called before the
 // first CRDs or Render call; without it a CRD serves its storage version
 // only.
 func (e *Engine) EnableConversion(cc apiextensionsv1.WebhookClientConfig) {

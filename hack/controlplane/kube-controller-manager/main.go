@@ -1,6 +1,6 @@
 // Command kube-controller-manager is the upstream kube-controller-manager,
 // built from k8s.io/kubernetes at the version pinned in ../go.mod. Tests
-// start it through internal/controlplane.StartControllerManager with only the
+// start it through internal/testing/controlplane.StartControllerManager with only the
 // controllers they need (for example the PersistentVolume binder).
 package main
 

@@ -17,7 +17,7 @@ import (
 // (libcni: config injection, result cache) and by exec'ing the bridge
 // plugin binary directly with the same configuration (the floor); the
 // ratio is logged. Run as root: make bench runs
-// go test -run '^$' -bench AddDel -benchtime 50x ./nodeplane/netattach/
+// go test -run '^$' -bench AddDel -benchtime 50x ./nodeplane/network/netattach/
 func BenchmarkAddDel(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root (network namespaces)")

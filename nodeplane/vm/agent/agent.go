@@ -24,7 +24,7 @@
 //	deleting                          absent                    → Removed
 //
 // With Options.Networks set, the VMI's NICs on networks the node plumbs
-// itself (CNI bridge networks, nodeplane/netattach) are set up before the
+// itself (CNI bridge networks, nodeplane/network/netattach) are set up before the
 // domain is defined (CNI ADD; a failure leaves the VMI Scheduled, not
 // Ready, reason NetworkSetupFailed, and is retried), bound to the VM's taps
 // once the domain runs (Plumb), verified and repaired for a domain found
@@ -56,7 +56,7 @@ import (
 )
 
 // NetworkSetup attaches a VMI's NICs to networks the node plumbs itself
-// (nodeplane/netattach implements it with CNI). Every method is
+// (nodeplane/network/netattach implements it with CNI). Every method is
 // idempotent and names the VMI in its errors.
 type NetworkSetup interface {
 	// Setup runs before the domain is defined (CNI ADD). It gives the tap

@@ -402,7 +402,7 @@ func TestRun(t *testing.T) {
 
 // recordingNetworks is a NetworkSetup that records its calls and gives a
 // tap for every multus network; fail makes Setup fail. (The real one,
-// nodeplane/netattach, is tested with the CNI plugins in its package.)
+// nodeplane/network/netattach, is tested with the CNI plugins in its package.)
 type recordingNetworks struct {
 	calls []string
 	fail  error

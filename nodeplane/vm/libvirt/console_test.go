@@ -12,7 +12,7 @@ import (
 // reports a missing one as hypervisor.ErrNotFound, and that a domain whose
 // driver has no console (the test driver) is an error, not a reader that
 // never returns. The working path is exercised against a real guest by
-// nodeplane/vm/e2e.
+// internal/e2e.
 func TestOpenConsoleErrors(t *testing.T) {
 	c := emptyNode(t)
 	_, err := c.OpenConsole("ns_missing")

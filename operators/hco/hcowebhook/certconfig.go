@@ -13,7 +13,7 @@ import (
 // (spec.security.certConfig.{ca,server}.{duration,renewBefore}, Go duration
 // strings) so that the hco-webhook's own certificate follows the HC's
 // certConfig, as HCO's operands' certificates do. Absent values keep the
-// HCO defaults (webhookcert.DefaultLifetimes); an unparsable or
+// HCO defaults (webhook.DefaultLifetimes); an unparsable or
 // inconsistent value is an error naming the field.
 func Lifetimes(hc *unstructured.Unstructured) (webhook.Lifetimes, error) {
 	l := webhook.DefaultLifetimes()

@@ -1,10 +1,12 @@
-// Package admission is converge's hco-webhook: a validating admission
+// Package hcowebhook is converge's hco-webhook: a validating admission
 // webhook for HyperConverged (hco.kubevirt.io v1beta1 and v1) that
 // evaluates the same CUE schema and component derivation as `converge
 // vet`/`render`, so that `kubectl apply` of a HyperConverged converge
-// could not render is refused with the same CUE path and message. It
-// follows HCO pkg/webhooks/validator (validator.go, v1beta1_validator.go)
-// and pkg/webhooks/setup.go.
+// could not render is refused with the same CUE path and message, and the
+// /convert conversion webhook between the two versions. It follows HCO
+// pkg/webhooks/validator (validator.go, v1beta1_validator.go) and
+// pkg/webhooks/setup.go; Webhook describes it for internal/webhook's
+// Registrar.
 package hcowebhook
 
 import (
