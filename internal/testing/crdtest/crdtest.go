@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/crdwait"
@@ -18,8 +20,10 @@ import (
 // Install takes a test, a client and CRD plurals as the graph names them
 // ("virtualmachines", "datavolumes", …), applies those CRDs of
 // graph.NewEngine().CRDs() with server-side apply and waits up to 30 s
-// until each is established. It fails the test when a plural is not among
-// the graph's CRDs or a CRD is refused.
+// until each is established and c's REST mapper resolves its kind (the API
+// server's discovery can lag behind the Established condition, and a
+// client that asks in between gets "no matches for kind"). It fails the
+// test when a plural is not among the graph's CRDs or a CRD is refused.
 func Install(t testing.TB, c client.Client, plurals ...string) {
 	t.Helper()
 	engine, err := graph.NewEngine()
@@ -32,6 +36,7 @@ func Install(t testing.TB, c client.Client, plurals ...string) {
 	}
 	ctx := context.Background()
 	var names []string
+	var kinds []schema.GroupKind
 	for _, crd := range crds {
 		if !slices.Contains(plurals, crd.Name) {
 			continue
@@ -40,6 +45,9 @@ func Install(t testing.TB, c client.Client, plurals ...string) {
 			t.Fatalf("installing CRD %s: %v", crd.Object.GetName(), err)
 		}
 		names = append(names, crd.Object.GetName())
+		group, _, _ := unstructured.NestedString(crd.Object.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object.Object, "spec", "names", "kind")
+		kinds = append(kinds, schema.GroupKind{Group: group, Kind: kind})
 	}
 	if len(names) != len(plurals) {
 		t.Fatalf("the graph generates %d of the CRDs %v (found %v)", len(names), plurals, names)
@@ -48,5 +56,18 @@ func Install(t testing.TB, c client.Client, plurals ...string) {
 	defer cancel()
 	if !crdwait.Wait(wctx, c, 50*time.Millisecond, names...) {
 		t.Fatalf("CRDs %v not established within 30s", names)
+	}
+	for _, gk := range kinds {
+		for {
+			_, err := c.RESTMapper().RESTMapping(gk)
+			if err == nil {
+				break
+			}
+			select {
+			case <-wctx.Done():
+				t.Fatalf("CRD of %s established, but discovery does not serve it within 30s: %v", gk, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 }
