@@ -16,7 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
 // vmScheme holds the types the vm verbs read and write: client-go's and
@@ -143,11 +143,11 @@ func vmError(ns, name string, err error) error {
 // lifecyclePatch gives the JSON patch of vm's spec or of its status (one
 // of them) that verb makes, given its VMI (nil: none), or the refusal.
 func lifecyclePatch(verb string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (spec, status []byte, err error) {
-	rs := virtcontroller.RunStrategy(vm)
-	final := vmi == nil || virtcontroller.Final(vmi.Status.Phase)
+	rs := vmstate.RunStrategy(vm)
+	final := vmi == nil || vmstate.Final(vmi.Status.Phase)
 	switch verb {
 	case "start":
-		if vmi != nil && !virtcontroller.Final(vmi.Status.Phase) && vmi.Status.Phase != kubevirtv1.Unknown && vmi.Status.Phase != kubevirtv1.VmPhaseUnset {
+		if vmi != nil && !vmstate.Final(vmi.Status.Phase) && vmi.Status.Phase != kubevirtv1.Unknown && vmi.Status.Phase != kubevirtv1.VmPhaseUnset {
 			return nil, nil, fmt.Errorf(vmAlreadyRunning)
 		}
 		switch rs {
@@ -159,7 +159,7 @@ func lifecyclePatch(verb string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.
 				return nil, nil, fmt.Errorf("%s does not support starting VM from failed state", rs)
 			}
 			restart := vmi != nil && ((rs == kubevirtv1.RunStrategyRerunOnFailure && vmi.Status.Phase == kubevirtv1.Succeeded) ||
-				(rs == kubevirtv1.RunStrategyManual && virtcontroller.Final(vmi.Status.Phase)))
+				(rs == kubevirtv1.RunStrategyManual && vmstate.Final(vmi.Status.Phase)))
 			if restart {
 				status, err = changeRequestPatch(vm, stopRequest(vmi), startRequest())
 			} else {

@@ -34,7 +34,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
 
 const (
@@ -192,8 +192,8 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	if vmi.Status.NodeName != apiNode {
 		t.Errorf("VMI status.nodeName %q, want %s", vmi.Status.NodeName, apiNode)
 	}
-	if l := vmi.Labels[virtcontroller.NodeNameLabel]; l != apiNode {
-		t.Errorf("VMI label %s=%q, want %s (set by the scheduler, as KubeVirt's virt-controller)", virtcontroller.NodeNameLabel, l, apiNode)
+	if l := vmi.Labels[scheduler.NodeNameLabel]; l != apiNode {
+		t.Errorf("VMI label %s=%q, want %s (set by the scheduler, as KubeVirt's virt-controller)", scheduler.NodeNameLabel, l, apiNode)
 	}
 	if !controllerutil.ContainsFinalizer(vmi, agent.Finalizer) {
 		t.Errorf("VMI finalizers %v, want the agent's %s", vmi.Finalizers, agent.Finalizer)

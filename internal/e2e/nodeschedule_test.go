@@ -13,14 +13,14 @@ import (
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
 
 // TestRegisteredNodeIsSchedulable checks the two sides of the Node contract
 // (api/v1alpha1 AgentLabel and AllocatableAnnotation) together, on a real
 // API server: the Node the VM agent registers (agent.RegisterNode, 2 GiB
 // of memory minus a 512Mi reserve) is one the virt-controller's scheduler
-// (virtcontroller.Schedule) places a VMI on when it fits (1Gi) and refuses
+// (scheduler.Schedule) places a VMI on when it fits (1Gi) and refuses
 // when it asks for more than the node offers (2Gi). It needs no root and
 // no libvirt, only the control plane binaries in bin/.
 func TestRegisteredNodeIsSchedulable(t *testing.T) {
@@ -48,7 +48,7 @@ func TestRegisteredNodeIsSchedulable(t *testing.T) {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		q := resource.MustParse(tc.mem)
 		vmi.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
-		d := virtcontroller.Schedule(vmi, virtcontroller.Requests(vmi, nil), []corev1.Node{*n}, nil)
+		d := scheduler.Schedule(vmi, scheduler.Requests(vmi, nil), []corev1.Node{*n}, nil)
 		if (d.Node == "reg-node") != tc.fits {
 			t.Errorf("VMI of %s on the registered node: %+v, want fits=%t", tc.mem, d, tc.fits)
 		}

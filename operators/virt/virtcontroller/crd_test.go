@@ -62,7 +62,7 @@ func TestCRDs(t *testing.T) {
 	}
 	for name, want := range cols {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := e.c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+		if err := e.C.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -82,12 +82,12 @@ func TestCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _, _ := unstructured.NestedMap(u.Object, "spec", "template")
-	if err := e.c.Create(ctx, u); err != nil {
+	if err := e.C.Create(ctx, u); err != nil {
 		t.Fatalf("creating the upstream VirtualMachine: %v", err)
 	}
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(kubevirtv1.VirtualMachineGroupVersionKind)
-	if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "testvm"}, got); err != nil {
+	if err := e.C.Get(ctx, types.NamespacedName{Namespace: e.NS, Name: "testvm"}, got); err != nil {
 		t.Fatal(err)
 	}
 	gotT, _, _ := unstructured.NestedMap(got.Object, "spec", "template")
@@ -98,7 +98,7 @@ func TestCRDs(t *testing.T) {
 	}
 	// The controller writes the status of a VM created from YAML too.
 	controlplane.Eventually(t, 30*time.Second, func() bool {
-		vm := e.vm(t, "testvm")
+		vm := e.VM(t, "testvm")
 		return vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped
 	})
 
@@ -106,7 +106,7 @@ func TestCRDs(t *testing.T) {
 	bad.SetName("bad")
 	bad.SetResourceVersion("")
 	_ = unstructured.SetNestedField(bad.Object, "Sometimes", "spec", "runStrategy")
-	err := e.c.Create(ctx, bad)
+	err := e.C.Create(ctx, bad)
 	if err == nil || !strings.Contains(err.Error(), "spec.runStrategy") {
 		t.Errorf("creating a VirtualMachine with runStrategy Sometimes: err = %v, want a spec.runStrategy error", err)
 	}

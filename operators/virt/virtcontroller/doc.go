@@ -2,30 +2,34 @@
 // converge-controller next to the Sync controller (gitops/synccontroller)
 // and drives the kubevirt.io/v1 VirtualMachine and VirtualMachineInstance
 // objects the node agent (converge-node vm, nodeplane/vm/agent) runs.
+// Setup starts its three controllers, one package each, as KubeVirt's
+// pkg/virt-controller/watch/*, once the VM CRDs are installed:
 //
-//   - VMReconciler turns a VirtualMachine into a VirtualMachineInstance per
-//     spec.runStrategy (or the legacy spec.running) and writes the VM's
-//     status (printableStatus, ready, created, conditions), after KubeVirt
-//     pkg/virt-controller/watch/vm/vm.go.
-//   - SchedulerReconciler gives each new VMI (phase "" or Pending, no
-//     status.nodeName) a node among the nodes labelled
-//     v1alpha1.AgentLabel, honouring spec.nodeSelector, required node
-//     affinity, tolerations against NoSchedule/NoExecute taints, and CPU,
-//     memory and bridge resource requests against the node's allocatable
-//     minus the VMIs already placed there (Schedule, pure). A Multus network requires its
-//     NetworkAttachmentDefinition's resourceName, or, without one,
-//     bridge.network.kubevirt.io/<bridge> of a bridge plugin (NADResource;
-//     upstream requires the annotation). A VMI nothing can take stays Pending with
-//     condition PodScheduled=False, reason Unschedulable and a
-//     kube-scheduler-style message. Binding sets the label NodeNameLabel
-//     (kubevirt.io/nodeName) to the node before status.nodeName, as
-//     KubeVirt's virt-controller does; the agent watches on that label.
-//   - NodeHealthReconciler is KubeVirt's node controller: when an agent's
-//     kubevirt.io/heartbeat is older than Options.HeartbeatTimeout (5 min)
-//     or its Node is gone, the Node is labelled kubevirt.io/schedulable=false
-//     (the scheduler skips it), the VMIs on it are Failed with reason
-//     NodeUnresponsive, and their finalizer is released once they are
-//     deleted, so a runStrategy Always VM starts again on another node.
+//   - vm (KubeVirt watch/vm), the VirtualMachine controller: it turns a
+//     VirtualMachine into a VirtualMachineInstance per spec.runStrategy
+//     (or the legacy spec.running), serves the start, stop and restart
+//     requests, and writes the VM's status (printableStatus, ready,
+//     created, conditions).
+//   - scheduler, the VMI scheduler: it gives each new VMI (phase "" or
+//     Pending, no status.nodeName) a node among the nodes labelled
+//     v1alpha1.AgentLabel, as kube-scheduler would place a virt-launcher
+//     pod (node selector, required node affinity, taints and tolerations,
+//     CPU, memory and bridge resources against what the node offers minus
+//     the VMIs already placed there), or leaves it Pending with condition
+//     PodScheduled=False, reason Unschedulable and a kube-scheduler-style
+//     message. Binding sets the label kubevirt.io/nodeName to the node
+//     before status.nodeName, as KubeVirt's virt-controller does; the agent
+//     watches on that label.
+//   - nodehealth (KubeVirt watch/node), the node controller: when an
+//     agent's kubevirt.io/heartbeat is older than Options.HeartbeatTimeout
+//     (5 min) or its Node is gone, the Node is labelled
+//     kubevirt.io/schedulable=false (the scheduler skips it), the VMIs on
+//     it are Failed with reason NodeUnresponsive, and their finalizer is
+//     released once they are deleted, so a runStrategy Always VM starts
+//     again on another node.
+//
+// vmstate holds what the controllers and the CLI read alike from the
+// KubeVirt objects (a VM's effective run strategy, a VMI's final phase).
 //
 // The node agent's contract, whose labels and annotations both sides take
 // from api/v1alpha1 (AgentLabel, AllocatableAnnotation,

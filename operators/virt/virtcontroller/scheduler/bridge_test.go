@@ -1,4 +1,4 @@
-package virtcontroller_test
+package scheduler_test
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/internal/virttest"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
 
 // installNADCRD installs Multus' NetworkAttachmentDefinition CRD (its
@@ -34,13 +35,13 @@ func (e *env) installNADCRD(t *testing.T) {
 					Type: "object", XPreserveUnknownFields: &preserve}}}},
 		},
 	}
-	if err := e.c.Create(context.Background(), crd); err != nil {
+	if err := e.C.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func multusVMI(name, network string) *kubevirtv1.VirtualMachineInstance {
-	v := vmiSpec("1Gi", nil)
+	v := virttest.VMISpec("1Gi", nil)
 	v.Name = name
 	v.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "br", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
 	v.Spec.Networks = []kubevirtv1.Network{{Name: "br", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: network}}}}
@@ -57,33 +58,33 @@ func TestBridgeResources(t *testing.T) {
 	e.installNADCRD(t)
 	nad := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-		"metadata": map[string]any{"namespace": e.ns, "name": "br0",
-			"annotations": map[string]any{virtcontroller.NADResourceAnnotation: "bridge.network.kubevirt.io/br0"}},
+		"metadata": map[string]any{"namespace": e.NS, "name": "br0",
+			"annotations": map[string]any{scheduler.NADResourceAnnotation: "bridge.network.kubevirt.io/br0"}},
 		"spec": map[string]any{"config": `{"cniVersion":"0.3.1","type":"bridge","bridge":"br0"}`},
 	}}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return e.c.Create(ctx, nad) == nil })
-	withBridge := node("bridged", "2", "4Gi", nil)
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.C.Create(ctx, nad) == nil })
+	withBridge := virttest.Node("bridged", "2", "4Gi", nil)
 	withBridge.Status.Allocatable["bridge.network.kubevirt.io/br0"] = resource.MustParse("1")
-	e.addNode(t, withBridge)
-	e.addNode(t, node("plain", "8", "32Gi", nil))
+	e.AddNode(t, withBridge)
+	e.AddNode(t, virttest.Node("plain", "8", "32Gi", nil))
 
-	for _, v := range []*kubevirtv1.VirtualMachineInstance{multusVMI("first", "br0"), multusVMI("second", e.ns+"/br0"), multusVMI("lost", "nope")} {
-		if err := e.c.Create(ctx, v); err != nil {
+	for _, v := range []*kubevirtv1.VirtualMachineInstance{multusVMI("first", "br0"), multusVMI("second", e.NS+"/br0"), multusVMI("lost", "nope")} {
+		if err := e.C.Create(ctx, v); err != nil {
 			t.Fatal(err)
 		}
 		if v.Name == "first" { // the order the test expects: first gets the unit
-			controlplane.Eventually(t, 30*time.Second, func() bool { return e.vmi(t, "first").Status.NodeName != "" })
+			controlplane.Eventually(t, 30*time.Second, func() bool { return e.VMI(t, "first").Status.NodeName != "" })
 		}
 	}
 	message := func(name string) string {
-		for _, c := range e.vmi(t, name).Status.Conditions {
+		for _, c := range e.VMI(t, name).Status.Conditions {
 			if c.Type == "PodScheduled" && c.Status == corev1.ConditionFalse {
 				return c.Message
 			}
 		}
 		return ""
 	}
-	if n := e.vmi(t, "first").Status.NodeName; n != "bridged" {
+	if n := e.VMI(t, "first").Status.NodeName; n != "bridged" {
 		t.Errorf("first went to %q, want bridged", n)
 	}
 	// Wait for the final messages (until the scheduler's cache shows the
@@ -113,45 +114,45 @@ func TestInferredBridgeAndDeletedNAD(t *testing.T) {
 	nad := func(name string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-			"metadata": map[string]any{"namespace": e.ns, "name": name},
+			"metadata": map[string]any{"namespace": e.NS, "name": name},
 			"spec":     map[string]any{"config": `{"cniVersion":"0.3.1","type":"bridge","bridge":"br1"}`},
 		}}
 	}
 	first, second := nad("first-net"), nad("second-net")
-	controlplane.Eventually(t, 30*time.Second, func() bool { return e.c.Create(ctx, first) == nil })
-	if err := e.c.Create(ctx, second); err != nil {
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.C.Create(ctx, first) == nil })
+	if err := e.C.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	withBridge := node("bridged", "2", "4Gi", nil)
+	withBridge := virttest.Node("bridged", "2", "4Gi", nil)
 	withBridge.Status.Allocatable["bridge.network.kubevirt.io/br1"] = resource.MustParse("1")
-	e.addNode(t, withBridge)
-	e.addNode(t, node("plain", "8", "32Gi", nil))
+	e.AddNode(t, withBridge)
+	e.AddNode(t, virttest.Node("plain", "8", "32Gi", nil))
 
-	if err := e.c.Create(ctx, multusVMI("first", "first-net")); err != nil {
+	if err := e.C.Create(ctx, multusVMI("first", "first-net")); err != nil {
 		t.Fatal(err)
 	}
-	controlplane.Eventually(t, 30*time.Second, func() bool { return e.vmi(t, "first").Status.NodeName != "" })
-	if n := e.vmi(t, "first").Status.NodeName; n != "bridged" {
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.VMI(t, "first").Status.NodeName != "" })
+	if n := e.VMI(t, "first").Status.NodeName; n != "bridged" {
 		t.Fatalf("first went to %q, want bridged (the only node with bridge.network.kubevirt.io/br1)", n)
 	}
-	if err := e.c.Delete(ctx, first); err != nil {
+	if err := e.C.Delete(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Create(ctx, multusVMI("second", "second-net")); err != nil {
+	if err := e.C.Create(ctx, multusVMI("second", "second-net")); err != nil {
 		t.Fatal(err)
 	}
 	want := "0/2 nodes are available: 2 Insufficient bridge.network.kubevirt.io/br1."
 	var last string
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		last = ""
-		for _, c := range e.vmi(t, "second").Status.Conditions {
+		for _, c := range e.VMI(t, "second").Status.Conditions {
 			if c.Type == "PodScheduled" && c.Status == corev1.ConditionFalse {
 				last = c.Message
 			}
 		}
 		return last == want
 	})
-	if n := e.vmi(t, "second").Status.NodeName; n != "" {
+	if n := e.VMI(t, "second").Status.NodeName; n != "" {
 		t.Errorf("second went to %q, want it pending: first still holds br1 (last message %q)", n, last)
 	}
 }

@@ -1,8 +1,10 @@
-package virtcontroller
+package vm
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
 // PrintableStatus gives a VM's status.printableStatus from the VM and its
@@ -18,11 +20,11 @@ func PrintableStatus(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachi
 		return kubevirtv1.VirtualMachineStatusTerminating
 	case vmi == nil:
 		return kubevirtv1.VirtualMachineStatusStopped
-	case vmi.DeletionTimestamp != nil && !Final(vmi.Status.Phase):
+	case vmi.DeletionTimestamp != nil && !vmstate.Final(vmi.Status.Phase):
 		return kubevirtv1.VirtualMachineStatusStopping
-	case RunStrategy(vm) == kubevirtv1.RunStrategyHalted && !Final(vmi.Status.Phase):
+	case vmstate.RunStrategy(vm) == kubevirtv1.RunStrategyHalted && !vmstate.Final(vmi.Status.Phase):
 		return kubevirtv1.VirtualMachineStatusStopping
-	case Final(vmi.Status.Phase):
+	case vmstate.Final(vmi.Status.Phase):
 		return kubevirtv1.VirtualMachineStatusStopped
 	case unschedulable(vmi):
 		return kubevirtv1.VirtualMachineStatusUnschedulable

@@ -1,4 +1,4 @@
-package virtcontroller_test
+package vm_test
 
 import (
 	"context"
@@ -74,33 +74,33 @@ func TestRunStrategy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			vm := &kubevirtv1.VirtualMachine{
-				ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: tt.name},
+				ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: tt.name},
 				Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: tt.strategy, Running: tt.running,
 					Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": tt.name}},
 						Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
 							Memory: &kubevirtv1.Memory{Guest: resource.NewQuantity(64<<20, resource.BinarySI)}}}}},
 			}
-			if err := e.c.Create(ctx, vm); err != nil {
+			if err := e.C.Create(ctx, vm); err != nil {
 				t.Fatal(err)
 			}
 			var uid types.UID
 			for i, s := range tt.steps {
 				if s.phase != "" {
-					uid = e.setPhase(t, tt.name, s.phase)
+					uid = e.SetPhase(t, tt.name, s.phase)
 				}
 				if s.strategy != "" {
-					cur := e.vm(t, tt.name)
+					cur := e.VM(t, tt.name)
 					p := client.MergeFrom(cur.DeepCopy())
 					cur.Spec.RunStrategy = ptr(s.strategy)
-					if err := e.c.Patch(ctx, cur, p); err != nil {
+					if err := e.C.Patch(ctx, cur, p); err != nil {
 						t.Fatal(err)
 					}
 				}
 				start := time.Now()
 				var last string
 				controlplane.Eventually(t, 30*time.Second, func() bool {
-					vmi, vm := e.vmi(t, tt.name), e.vm(t, tt.name)
+					vmi, vm := e.VMI(t, tt.name), e.VM(t, tt.name)
 					last = describe(vm, vmi)
 					if (vmi != nil && vmi.DeletionTimestamp == nil) != s.wantVMI {
 						return false
@@ -129,7 +129,7 @@ func TestRunStrategy(t *testing.T) {
 					return vm.Status.Ready == s.wantReady && vm.Status.Created == s.wantVMI
 				})
 				t.Logf("step %d (%+v) reached in %v: %s", i, s, time.Since(start), last)
-				if vmi := e.vmi(t, tt.name); vmi != nil {
+				if vmi := e.VMI(t, tt.name); vmi != nil {
 					uid = vmi.UID
 				}
 			}

@@ -1,7 +1,9 @@
-package virtcontroller
+package vm
 
 import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
 // Action is what the VM controller does to a VM's VMI.
@@ -18,23 +20,6 @@ const (
 	// as KubeVirt does.
 	Halt
 )
-
-// RunStrategy gives vm's effective run strategy: spec.runStrategy, else
-// the legacy spec.running (true: Always, false: Halted), else Halted.
-func RunStrategy(vm *kubevirtv1.VirtualMachine) kubevirtv1.VirtualMachineRunStrategy {
-	if vm.Spec.RunStrategy != nil {
-		return *vm.Spec.RunStrategy
-	}
-	if vm.Spec.Running != nil && *vm.Spec.Running { //nolint:staticcheck // the legacy field is still served
-		return kubevirtv1.RunStrategyAlways
-	}
-	return kubevirtv1.RunStrategyHalted
-}
-
-// Final reports whether a VMI phase is terminal (Succeeded or Failed).
-func Final(p kubevirtv1.VirtualMachineInstancePhase) bool {
-	return p == kubevirtv1.Succeeded || p == kubevirtv1.Failed
-}
 
 // Decide gives what to do with vmi (nil: none exists) for run strategy s,
 // after KubeVirt pkg/virt-controller/watch/vm/vm.go (syncRunStrategy):
@@ -57,7 +42,7 @@ func Decide(s kubevirtv1.VirtualMachineRunStrategy, vmi *kubevirtv1.VirtualMachi
 		if vmi == nil {
 			return Create
 		}
-		if Final(vmi.Status.Phase) {
+		if vmstate.Final(vmi.Status.Phase) {
 			return Delete
 		}
 	case kubevirtv1.RunStrategyRerunOnFailure:
@@ -71,7 +56,7 @@ func Decide(s kubevirtv1.VirtualMachineRunStrategy, vmi *kubevirtv1.VirtualMachi
 		if vmi == nil && !created {
 			return Create
 		}
-		if vmi != nil && Final(vmi.Status.Phase) {
+		if vmi != nil && vmstate.Final(vmi.Status.Phase) {
 			return Halt
 		}
 	case kubevirtv1.RunStrategyHalted:
@@ -112,7 +97,7 @@ func StateChange(reqs []kubevirtv1.VirtualMachineStateChangeRequest, vmi *kubevi
 			return Create, rest
 		case vmi.DeletionTimestamp != nil:
 			return Keep, reqs
-		case Final(vmi.Status.Phase):
+		case vmstate.Final(vmi.Status.Phase):
 			return Delete, reqs
 		default:
 			return Keep, rest

@@ -1,4 +1,4 @@
-package virtcontroller
+package scheduler
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package virtcontroller_test
+package vm_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	vmcontroller "github.com/converge-dev/converge/operators/virt/virtcontroller/vm"
 )
 
 func vmiIn(p kubevirtv1.VirtualMachineInstancePhase) *kubevirtv1.VirtualMachineInstance {
@@ -34,46 +34,33 @@ func TestDecide(t *testing.T) {
 		s       kubevirtv1.VirtualMachineRunStrategy
 		vmi     *kubevirtv1.VirtualMachineInstance
 		created bool
-		want    virtcontroller.Action
+		want    vmcontroller.Action
 	}{
-		{always, nil, false, virtcontroller.Create},
-		{always, vmiIn(kubevirtv1.Running), true, virtcontroller.Keep},
-		{always, vmiIn(kubevirtv1.Failed), true, virtcontroller.Delete},
-		{always, vmiIn(kubevirtv1.Succeeded), true, virtcontroller.Delete},
-		{always, deleting(vmiIn(kubevirtv1.Failed)), true, virtcontroller.Keep},
-		{rerun, nil, false, virtcontroller.Create},
-		{rerun, vmiIn(kubevirtv1.Failed), true, virtcontroller.Delete},
-		{rerun, vmiIn(kubevirtv1.Succeeded), true, virtcontroller.Keep},
-		{once, nil, false, virtcontroller.Create},
-		{once, nil, true, virtcontroller.Keep},
-		{once, vmiIn(kubevirtv1.Running), true, virtcontroller.Keep},
-		{once, vmiIn(kubevirtv1.Succeeded), true, virtcontroller.Halt},
-		{once, vmiIn(kubevirtv1.Failed), true, virtcontroller.Halt},
-		{manual, nil, false, virtcontroller.Keep},
-		{manual, vmiIn(kubevirtv1.Failed), true, virtcontroller.Keep},
-		{halted, nil, false, virtcontroller.Keep},
-		{halted, vmiIn(kubevirtv1.Running), true, virtcontroller.Delete},
+		{always, nil, false, vmcontroller.Create},
+		{always, vmiIn(kubevirtv1.Running), true, vmcontroller.Keep},
+		{always, vmiIn(kubevirtv1.Failed), true, vmcontroller.Delete},
+		{always, vmiIn(kubevirtv1.Succeeded), true, vmcontroller.Delete},
+		{always, deleting(vmiIn(kubevirtv1.Failed)), true, vmcontroller.Keep},
+		{rerun, nil, false, vmcontroller.Create},
+		{rerun, vmiIn(kubevirtv1.Failed), true, vmcontroller.Delete},
+		{rerun, vmiIn(kubevirtv1.Succeeded), true, vmcontroller.Keep},
+		{once, nil, false, vmcontroller.Create},
+		{once, nil, true, vmcontroller.Keep},
+		{once, vmiIn(kubevirtv1.Running), true, vmcontroller.Keep},
+		{once, vmiIn(kubevirtv1.Succeeded), true, vmcontroller.Halt},
+		{once, vmiIn(kubevirtv1.Failed), true, vmcontroller.Halt},
+		{manual, nil, false, vmcontroller.Keep},
+		{manual, vmiIn(kubevirtv1.Failed), true, vmcontroller.Keep},
+		{halted, nil, false, vmcontroller.Keep},
+		{halted, vmiIn(kubevirtv1.Running), true, vmcontroller.Delete},
 	}
 	for _, tt := range tests {
 		phase := "none"
 		if tt.vmi != nil {
 			phase = string(tt.vmi.Status.Phase)
 		}
-		if got := virtcontroller.Decide(tt.s, tt.vmi, tt.created); got != tt.want {
+		if got := vmcontroller.Decide(tt.s, tt.vmi, tt.created); got != tt.want {
 			t.Errorf("Decide(%s, vmi %s, created %v) = %d, want %d", tt.s, phase, tt.created, got, tt.want)
-		}
-	}
-}
-
-func TestRunStrategyLegacy(t *testing.T) {
-	yes, no := true, false
-	for _, tt := range []struct {
-		running *bool
-		want    kubevirtv1.VirtualMachineRunStrategy
-	}{{&yes, kubevirtv1.RunStrategyAlways}, {&no, kubevirtv1.RunStrategyHalted}, {nil, kubevirtv1.RunStrategyHalted}} {
-		vm := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{Running: tt.running}}
-		if got := virtcontroller.RunStrategy(vm); got != tt.want {
-			t.Errorf("RunStrategy(running %v) = %s, want %s", tt.running, got, tt.want)
 		}
 	}
 }
@@ -87,20 +74,20 @@ func TestStateChange(t *testing.T) {
 		name     string
 		reqs     []kubevirtv1.VirtualMachineStateChangeRequest
 		vmi      *kubevirtv1.VirtualMachineInstance
-		want     virtcontroller.Action
+		want     vmcontroller.Action
 		wantLeft int
 	}{
-		{"none", nil, nil, virtcontroller.Keep, 0},
-		{"start without VMI", []kubevirtv1.VirtualMachineStateChangeRequest{start}, nil, virtcontroller.Create, 0},
-		{"start running", []kubevirtv1.VirtualMachineStateChangeRequest{start}, vmiIn(kubevirtv1.Running), virtcontroller.Keep, 0},
-		{"start ended", []kubevirtv1.VirtualMachineStateChangeRequest{start}, vmiIn(kubevirtv1.Succeeded), virtcontroller.Delete, 1},
-		{"stop running", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, vmiIn(kubevirtv1.Running), virtcontroller.Delete, 2},
-		{"stop waits for deletion", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, deleting(vmiIn(kubevirtv1.Running)), virtcontroller.Keep, 2},
-		{"stop done", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, nil, virtcontroller.Keep, 1},
-		{"stop of another VMI", []kubevirtv1.VirtualMachineStateChangeRequest{stopOther}, vmiIn(kubevirtv1.Running), virtcontroller.Keep, 0},
+		{"none", nil, nil, vmcontroller.Keep, 0},
+		{"start without VMI", []kubevirtv1.VirtualMachineStateChangeRequest{start}, nil, vmcontroller.Create, 0},
+		{"start running", []kubevirtv1.VirtualMachineStateChangeRequest{start}, vmiIn(kubevirtv1.Running), vmcontroller.Keep, 0},
+		{"start ended", []kubevirtv1.VirtualMachineStateChangeRequest{start}, vmiIn(kubevirtv1.Succeeded), vmcontroller.Delete, 1},
+		{"stop running", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, vmiIn(kubevirtv1.Running), vmcontroller.Delete, 2},
+		{"stop waits for deletion", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, deleting(vmiIn(kubevirtv1.Running)), vmcontroller.Keep, 2},
+		{"stop done", []kubevirtv1.VirtualMachineStateChangeRequest{stop, start}, nil, vmcontroller.Keep, 1},
+		{"stop of another VMI", []kubevirtv1.VirtualMachineStateChangeRequest{stopOther}, vmiIn(kubevirtv1.Running), vmcontroller.Keep, 0},
 	}
 	for _, tt := range tests {
-		got, left := virtcontroller.StateChange(tt.reqs, tt.vmi)
+		got, left := vmcontroller.StateChange(tt.reqs, tt.vmi)
 		if got != tt.want || len(left) != tt.wantLeft {
 			t.Errorf("%s: StateChange = %d with %d left, want %d with %d left", tt.name, got, len(left), tt.want, tt.wantLeft)
 		}
@@ -139,7 +126,7 @@ func TestPrintableStatus(t *testing.T) {
 		{vm(&always, false), vmiIn(""), kubevirtv1.VirtualMachineStatusStarting},
 	}
 	for i, tt := range tests {
-		if got := virtcontroller.PrintableStatus(tt.vm, tt.vmi); got != tt.want {
+		if got := vmcontroller.PrintableStatus(tt.vm, tt.vmi); got != tt.want {
 			t.Errorf("case %d: PrintableStatus = %s, want %s", i, got, tt.want)
 		}
 	}

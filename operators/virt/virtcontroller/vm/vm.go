@@ -1,4 +1,4 @@
-package virtcontroller
+package vm
 
 import (
 	"context"
@@ -15,22 +15,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
-// VMReconciler is the VirtualMachine controller: it creates, deletes and
+// Reconciler is the VirtualMachine controller: it creates, deletes and
 // recreates each VM's VMI (same namespace and name, controller owner
 // reference to the VM, label kubevirt.io/vm, annotation
 // v1alpha1.RunStrategyAnnotation) per status.stateChangeRequests
 // (StateChange) first, then per Decide, and writes the VM's status.
 // On VM deletion it deletes the VMI first (finalizer
 // kubevirt.io/virtualMachineControllerFinalize, as KubeVirt).
-type VMReconciler struct {
+type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
 }
 
 // Reconcile brings the VM req names one step toward its run strategy.
-func (r *VMReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -70,7 +71,7 @@ func (r *VMReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 
 	act, requests := StateChange(vm.Status.StateChangeRequests, vmi)
 	if act == Keep && len(requests) == 0 {
-		act = Decide(RunStrategy(vm), vmi, vm.Status.Created)
+		act = Decide(vmstate.RunStrategy(vm), vmi, vm.Status.Created)
 	}
 	var actErr error
 	switch act {
@@ -106,7 +107,7 @@ func (r *VMReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 
 // create creates vm's VMI from spec.template; an existing one (a previous
 // VMI still being deleted, or a stale cache) is not an error.
-func (r *VMReconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
+func (r *Reconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := NewVMI(vm)
 	if err := r.Client.Create(ctx, vmi); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -132,20 +133,20 @@ func NewVMI(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
 		t.Spec.DeepCopyInto(&vmi.Spec)
 	}
 	vmi.Labels[kubevirtv1.VirtualMachineLabel] = vm.Name
-	vmi.Annotations[v1alpha1.RunStrategyAnnotation] = string(RunStrategy(vm))
+	vmi.Annotations[v1alpha1.RunStrategyAnnotation] = string(vmstate.RunStrategy(vm))
 	vmi.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(vm, kubevirtv1.VirtualMachineGroupVersionKind)}
 	return vmi
 }
 
 // writeStatus patches vm's status from vmi (nil: none) and actErr (the
 // error of this reconcile's action: condition Failure).
-func (r *VMReconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, actErr error) error {
+func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, actErr error) error {
 	patch := client.MergeFrom(vm.DeepCopy())
 	st := &vm.Status
 	st.Created = vmi != nil && vmi.DeletionTimestamp == nil
 	st.Ready = vmi != nil && vmi.Status.Phase == kubevirtv1.Running && vmiCondition(vmi, kubevirtv1.VirtualMachineInstanceReady) == corev1.ConditionTrue
 	st.PrintableStatus = PrintableStatus(vm, vmi)
-	rs := RunStrategy(vm)
+	rs := vmstate.RunStrategy(vm)
 	st.RunStrategy = rs
 	st.ObservedGeneration = vm.Generation
 

@@ -1,4 +1,4 @@
-package virtcontroller_test
+package scheduler_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/internal/virttest"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
 
 // TestStaleNodeLabel is the pure rule for fixing kubevirt.io/nodeName.
@@ -20,17 +21,17 @@ func TestStaleNodeLabel(t *testing.T) {
 		node   string
 		want   bool
 	}{
-		{"bound, labelled alike", map[string]string{virtcontroller.NodeNameLabel: "a"}, "a", false},
-		{"bound, labelled for another node", map[string]string{virtcontroller.NodeNameLabel: "b"}, "a", true},
+		{"bound, labelled alike", map[string]string{scheduler.NodeNameLabel: "a"}, "a", false},
+		{"bound, labelled for another node", map[string]string{scheduler.NodeNameLabel: "b"}, "a", true},
 		{"bound, unlabelled (hand-bound or older)", nil, "a", false},
-		{"pending, labelled", map[string]string{virtcontroller.NodeNameLabel: "a"}, "", true},
+		{"pending, labelled", map[string]string{scheduler.NodeNameLabel: "a"}, "", true},
 		{"pending, unlabelled", map[string]string{"x": "y"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &kubevirtv1.VirtualMachineInstance{}
 			v.Labels, v.Status.NodeName = tt.labels, tt.node
-			if got := virtcontroller.StaleNodeLabel(v); got != tt.want {
+			if got := scheduler.StaleNodeLabel(v); got != tt.want {
 				t.Errorf("StaleNodeLabel(labels %v, nodeName %q) = %t, want %t", tt.labels, tt.node, got, tt.want)
 			}
 		})
@@ -44,16 +45,16 @@ func TestStaleNodeLabel(t *testing.T) {
 func TestSchedulerNodeLabel(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.addNode(t, node("n1", "4", "16Gi", nil))
+	e.AddNode(t, virttest.Node("n1", "4", "16Gi", nil))
 	nowhere := map[string]string{"zone": "none"}
 	create := func(name string, sel map[string]string, label string) {
 		t.Helper()
-		v := vmiSpec("1Gi", sel)
+		v := virttest.VMISpec("1Gi", sel)
 		v.Name = name
 		if label != "" {
-			v.Labels = map[string]string{virtcontroller.NodeNameLabel: label}
+			v.Labels = map[string]string{scheduler.NodeNameLabel: label}
 		}
-		if err := e.c.Create(ctx, v); err != nil {
+		if err := e.C.Create(ctx, v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,33 +64,33 @@ func TestSchedulerNodeLabel(t *testing.T) {
 	create("mislabelled", nowhere, "")
 	create("hand", nowhere, "")
 	label := func(name string) (string, bool) {
-		v := e.vmi(t, name)
-		l, ok := v.Labels[virtcontroller.NodeNameLabel]
+		v := e.VMI(t, name)
+		l, ok := v.Labels[scheduler.NodeNameLabel]
 		return l, ok
 	}
 	controlplane.Eventually(t, 30*time.Second, func() bool {
-		v := e.vmi(t, "fresh")
-		return v.Status.NodeName == "n1" && v.Labels[virtcontroller.NodeNameLabel] == "n1"
+		v := e.VMI(t, "fresh")
+		return v.Status.NodeName == "n1" && v.Labels[scheduler.NodeNameLabel] == "n1"
 	})
 	t.Logf("fresh VMI bound and labelled after %v", time.Since(start))
 	controlplane.Eventually(t, 30*time.Second, func() bool {
-		v := e.vmi(t, "ghost")
-		_, ok := v.Labels[virtcontroller.NodeNameLabel]
+		v := e.VMI(t, "ghost")
+		_, ok := v.Labels[scheduler.NodeNameLabel]
 		return !ok && v.Status.Phase == kubevirtv1.Pending && v.Status.NodeName == ""
 	})
 	// bind by hand, as the agent tests do (retry: the scheduler writes
 	// Unschedulable concurrently)
 	for _, name := range []string{"mislabelled", "hand"} {
 		controlplane.Eventually(t, 30*time.Second, func() bool {
-			v := e.vmi(t, name)
+			v := e.VMI(t, name)
 			v.Status.NodeName, v.Status.Phase = "n1", kubevirtv1.Scheduled
-			return e.c.Status().Update(ctx, v) == nil
+			return e.C.Status().Update(ctx, v) == nil
 		})
 	}
-	v := e.vmi(t, "mislabelled")
+	v := e.VMI(t, "mislabelled")
 	patch := client.MergeFrom(v.DeepCopy())
-	v.Labels = map[string]string{virtcontroller.NodeNameLabel: "ghost"}
-	if err := e.c.Patch(ctx, v, patch); err != nil {
+	v.Labels = map[string]string{scheduler.NodeNameLabel: "ghost"}
+	if err := e.C.Patch(ctx, v, patch); err != nil {
 		t.Fatal(err)
 	}
 	controlplane.Eventually(t, 30*time.Second, func() bool {
@@ -97,9 +98,9 @@ func TestSchedulerNodeLabel(t *testing.T) {
 		return l == "n1"
 	})
 	if l, ok := label("hand"); ok {
-		t.Errorf("hand-bound VMI got label %s=%s; want none (the agent watches unlabelled VMIs)", virtcontroller.NodeNameLabel, l)
+		t.Errorf("hand-bound VMI got label %s=%s; want none (the agent watches unlabelled VMIs)", scheduler.NodeNameLabel, l)
 	}
-	if v := e.vmi(t, "hand"); v.Status.NodeName != "n1" {
+	if v := e.VMI(t, "hand"); v.Status.NodeName != "n1" {
 		t.Errorf("hand-bound VMI nodeName %q, want n1", v.Status.NodeName)
 	}
 }

@@ -1,4 +1,4 @@
-package virtcontroller
+package scheduler
 
 import (
 	"context"
@@ -18,12 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
-// SchedulerReconciler binds pending VMIs to nodes (Schedule): it sets the
+// Reconciler binds pending VMIs to nodes (Schedule): it sets the
 // label NodeNameLabel to the node, then writes status.nodeName, phase
 // Scheduled and condition PodScheduled=True (as KubeVirt's virt-controller
 // sets the label with status.nodeName); or it leaves the VMI Pending with
@@ -31,7 +32,7 @@ var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Ki
 // NodeNameLabel, and retries when nodes or placements change and every
 // Options.UnschedulableRetry. A bound VMI whose NodeNameLabel disagrees
 // with status.nodeName (StaleNodeLabel) gets the label fixed.
-type SchedulerReconciler struct {
+type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
 	// Reader reads NetworkAttachmentDefinitions (uncached; nil: Client).
@@ -50,7 +51,7 @@ type SchedulerReconciler struct {
 }
 
 // Reconcile schedules the VMI req names if it is pending.
-func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.mu.Lock() // one decision at a time: placements add up
 	defer r.mu.Unlock()
 	vmi := &kubevirtv1.VirtualMachineInstance{}
@@ -118,7 +119,7 @@ func Pending(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // the requests last read for that VMI are counted instead, and when there
 // are none (the controller restarted since) the error is returned: no
 // decision is made on a count that may be short of a bridge in use.
-func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
+func (r *Reconciler) placed(ctx context.Context) ([]Placed, error) {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing VirtualMachineInstances: %w", err)
@@ -133,7 +134,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
 			continue
 		}
 		delete(r.assumed, v.UID)
-		if v.Status.NodeName == "" || Final(v.Status.Phase) {
+		if v.Status.NodeName == "" || vmstate.Final(v.Status.Phase) {
 			delete(r.bridges, v.UID)
 			continue
 		}
@@ -161,7 +162,7 @@ func (r *SchedulerReconciler) placed(ctx context.Context) ([]Placed, error) {
 	return out, nil
 }
 
-func (r *SchedulerReconciler) rememberBridges(uid types.UID, l corev1.ResourceList) {
+func (r *Reconciler) rememberBridges(uid types.UID, l corev1.ResourceList) {
 	if r.bridges == nil {
 		r.bridges = map[types.UID]corev1.ResourceList{}
 	}
@@ -176,7 +177,7 @@ func (r *SchedulerReconciler) rememberBridges(uid types.UID, l corev1.ResourceLi
 // annotation and places a VMI without it on any node; converge infers it,
 // since the VM cannot run on a node without that bridge. An error names
 // the network whose definition could not be read or parsed.
-func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (corev1.ResourceList, error) {
+func (r *Reconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	reader := r.Reader
 	if reader == nil {
@@ -210,7 +211,7 @@ func (r *SchedulerReconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv
 
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable
 // and message.
-func (r *SchedulerReconciler) unschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, message string) error {
+func (r *Reconciler) unschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, message string) error {
 	if err := setNodeLabel(ctx, r.Client, vmi, ""); err != nil && !apierrors.IsNotFound(err) {
 		return err // a label left by a failed binding
 	}

@@ -1,4 +1,4 @@
-package virtcontroller_test
+package scheduler_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
 
 func nadObject(annotation, config string) *unstructured.Unstructured {
@@ -15,7 +15,7 @@ func nadObject(annotation, config string) *unstructured.Unstructured {
 		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
 		"metadata": map[string]any{"namespace": "vms", "name": "net"}}}
 	if annotation != "" {
-		u.SetAnnotations(map[string]string{virtcontroller.NADResourceAnnotation: annotation})
+		u.SetAnnotations(map[string]string{scheduler.NADResourceAnnotation: annotation})
 	}
 	if config != "" {
 		u.Object["spec"] = map[string]any{"config": config}
@@ -59,7 +59,7 @@ func TestNADResource(t *testing.T) {
 		{"plugin not an object", "", `{"name":"n","plugins":["bridge"]}`, "", bad + "failed to parse plugin config 0: error parsing configuration: json: cannot unmarshal string"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := virtcontroller.NADResource(nadObject(c.annotation, c.config))
+			got, err := scheduler.NADResource(nadObject(c.annotation, c.config))
 			if c.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one starting %q", err, c.wantErr)

@@ -1,4 +1,4 @@
-package virtcontroller
+package nodehealth
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
 // NodeUnresponsiveReason is the VMI status reason and event reason of a
@@ -21,8 +23,8 @@ import (
 // NodeUnresponsiveReason).
 const NodeUnresponsiveReason = "NodeUnresponsive"
 
-// NodeHealthReconciler is virt-controller's node controller (KubeVirt
-// pkg/virt-controller/watch/node.go) for nodes that run converge's VM
+// Reconciler is virt-controller's node controller (KubeVirt
+// pkg/virt-controller/watch/node) for nodes that run converge's VM
 // agent. Requests name a Node. When the Node's kubevirt.io/heartbeat
 // annotation is older than HeartbeatTimeout, or the Node is gone, it
 //   - labels the Node kubevirt.io/schedulable=false (the scheduler then
@@ -36,18 +38,20 @@ const NodeUnresponsiveReason = "NodeUnresponsive"
 //     domains it no longer has VMIs for).
 //
 // A responsive Node is checked again when its heartbeat would expire.
-type NodeHealthReconciler struct {
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
+	// Events records the NodeUnresponsive events on the Node and its VMIs.
 	Events record.EventRecorder
-	// HeartbeatTimeout is how old a heartbeat may be; zero is KubeVirt's
-	// 5 min.
+	// HeartbeatTimeout is how old a heartbeat may be; zero is
+	// DefaultOptions' (KubeVirt's 5 min).
 	HeartbeatTimeout time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
 
 // Reconcile checks the Node req names and the VMIs on it.
-func (r *NodeHealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -100,12 +104,12 @@ func (r *NodeHealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // release fails vmi if it is not final, and drops its finalizer once it is
 // final and being deleted.
-func (r *NodeHealthReconciler) release(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, node string) error {
+func (r *Reconciler) release(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, node string) error {
 	if vmi.Status.NodeName != node {
 		return nil // the label is stale; the scheduler fixes it
 	}
 	key := types.NamespacedName{Namespace: vmi.Namespace, Name: vmi.Name}
-	if !Final(vmi.Status.Phase) {
+	if !vmstate.Final(vmi.Status.Phase) {
 		patch := client.MergeFrom(vmi.DeepCopy())
 		vmi.Status.Phase = kubevirtv1.Failed
 		vmi.Status.Reason = NodeUnresponsiveReason

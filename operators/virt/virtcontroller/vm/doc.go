@@ -1,0 +1,16 @@
+// Package vm is the virt-controller role's VirtualMachine controller, after
+// KubeVirt's pkg/virt-controller/watch/vm: it keeps each kubevirt.io/v1
+// VirtualMachine's VirtualMachineInstance in line with the VM's
+// spec.runStrategy (or the legacy spec.running), creating, deleting and
+// recreating it (Decide), serves the start, stop and restart requests
+// queued in status.stateChangeRequests (StateChange), and writes the VM's
+// status: printableStatus (PrintableStatus), ready, created, runStrategy
+// and the Ready, PodScheduled and Failure conditions, which follow the
+// VMI's phase and conditions as the node agent (nodeplane/vm/agent) and
+// the VMI scheduler (operators/virt/virtcontroller/scheduler) write them.
+// The VMI a VM gets (NewVMI) carries the VM's run strategy in
+// v1alpha1.RunStrategyAnnotation for the agent's domain translation.
+//
+// SetupWithManager registers the controller ("virtualmachine");
+// operators/virt/virtcontroller.Setup does so in converge-controller.
+package vm

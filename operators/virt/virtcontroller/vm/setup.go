@@ -1,0 +1,48 @@
+package vm
+
+import (
+	"fmt"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+)
+
+// ControllerName is the VirtualMachine controller's name in the manager,
+// its logs and metrics.
+const ControllerName = "virtualmachine"
+
+// Options are the VirtualMachine controller's settings.
+type Options struct {
+	// Concurrency is how many VMs are reconciled in parallel (at least
+	// one).
+	Concurrency int
+	// SkipNameValidation lets several managers in one process register
+	// the controller (controller-runtime requires unique controller names
+	// per process); for tests.
+	SkipNameValidation bool
+}
+
+// DefaultOptions gives Concurrency 4.
+func DefaultOptions() Options {
+	return Options{Concurrency: 4}
+}
+
+// SetupWithManager takes a manager whose scheme knows kubevirt.io/v1 and
+// registers the ControllerName controller with it (also after the
+// manager started: it starts at once): a Reconciler on the manager's
+// client for each VirtualMachine and, through their controller owner
+// reference, the VMIs it owns, opts.Concurrency VMs at a time. The error
+// names the controller that could not be built.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	r := &Reconciler{Client: mgr.GetClient()}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&kubevirtv1.VirtualMachine{}).
+		Owns(&kubevirtv1.VirtualMachineInstance{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Concurrency, 1), SkipNameValidation: &opts.SkipNameValidation}).
+		Complete(r); err != nil {
+		return fmt.Errorf("building the %s controller: %w", ControllerName, err)
+	}
+	return nil
+}
