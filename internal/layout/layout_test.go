@@ -163,10 +163,6 @@ func TestImportDirection(t *testing.T) {
 		{name: "the contract depends on nothing of ours",
 			from: []string{"api"},
 			ours: []string{"operators", "gitops", "reconciler", "nodeplane", "internal", "cmd"}},
-		{name: "only tests, benchmarks and the demo use test support",
-			from:   []string{"."},
-			except: append([]string{"hack/demo"}, testSupport...),
-			ours:   []string{"internal/testing"}},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
@@ -184,6 +180,36 @@ func TestImportDirection(t *testing.T) {
 				t.Fatalf("rule matched no package")
 			}
 		})
+	}
+}
+
+// TestTestSupportStaysInTests: test support (internal/testing/..., or a
+// package named *test in an internal/ directory beside the tests it
+// serves, such as operators/virt/virtcontroller/internal/virttest) is
+// linked only by tests, the benchmarks, the end-to-end tests, this
+// package and the demo, never by a package a binary ships.
+func TestTestSupportStaysInTests(t *testing.T) {
+	pkgs := listPackages(t)
+	support := func(p string) bool {
+		return under(p, "internal/testing") || (strings.Contains("/"+p, "/internal/") && strings.HasSuffix(p, "test"))
+	}
+	n := 0
+	for _, p := range pkgs {
+		if support(p.path) {
+			n++
+			continue
+		}
+		if under(p.path, append([]string{"hack/demo"}, testSupport...)...) {
+			continue
+		}
+		for _, d := range p.deps {
+			if r := rel(d); r != "" && support(r) {
+				t.Errorf("%s depends on the test support package %s", p.path, r)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no test support package")
 	}
 }
 
