@@ -19,6 +19,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -116,4 +117,36 @@ func EndpointCases() []EndpointCase {
 			return admissionregistrationv1.WebhookClientConfig{URL: &url}
 		}},
 	}
+}
+
+// ValidatingWebhook gives the validating webhook every converge
+// configuration is expected to hold for name at path through ec: CREATE and
+// UPDATE of the namespaced group/version/resource, matchPolicy policy,
+// failurePolicy Fail, sideEffects None, timeoutSeconds 10,
+// admissionReviewVersions [v1] (HCO's CSV webhookdefinitions and virt-api's
+// configuration). Written out here, not derived from internal/webhook, so
+// that a change there fails the shape tests.
+func (ec EndpointCase) ValidatingWebhook(name, path, group, version, resource string, policy admissionregistrationv1.MatchPolicyType) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name: name, ClientConfig: ec.ClientConfig(path),
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version},
+				Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}},
+		MatchPolicy:             ptr.To(policy),
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To[int32](10),
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
+// Paths gives the server paths cfg serves, in its order.
+func Paths(cfg webhook.Configuration) []string {
+	var paths []string
+	for _, h := range cfg.Handlers {
+		paths = append(paths, h.Path)
+	}
+	return paths
 }

@@ -6,7 +6,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/internal/webhook"
@@ -24,19 +23,7 @@ func TestWebhookShape(t *testing.T) {
 	for _, ec := range webhooktest.EndpointCases() {
 		t.Run(ec.Name, func(t *testing.T) {
 			hook := func(name, resource, path string) admissionregistrationv1.ValidatingWebhook {
-				return admissionregistrationv1.ValidatingWebhook{
-					Name: name, ClientConfig: ec.ClientConfig(path),
-					Rules: []admissionregistrationv1.RuleWithOperations{{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule: admissionregistrationv1.Rule{APIGroups: []string{"kubevirt.io"}, APIVersions: []string{"v1"},
-							Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-					}},
-					MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-					FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-					SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-					TimeoutSeconds:          ptr.To[int32](10),
-					AdmissionReviewVersions: []string{"v1"},
-				}
+				return ec.ValidatingWebhook(name, path, "kubevirt.io", "v1", resource, admissionregistrationv1.Equivalent)
 			}
 			webhooktest.CheckShape(t, w, ec.Endpoint, ec.CABundle, &admissionregistrationv1.ValidatingWebhookConfiguration{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
@@ -49,10 +36,7 @@ func TestWebhookShape(t *testing.T) {
 		})
 	}
 
-	var paths []string
-	for _, h := range w.Handlers {
-		paths = append(paths, h.Path)
-	}
+	paths := webhooktest.Paths(w)
 	if want := []string{"/virtualmachines-validate", "/virtualmachineinstances-validate"}; !slices.Equal(paths, want) {
 		t.Errorf("served paths %v, want %v", paths, want)
 	}
