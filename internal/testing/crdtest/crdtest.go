@@ -57,6 +57,15 @@ func Install(t testing.TB, c client.Client, plurals ...string) {
 	if !crdwait.Wait(wctx, c, 50*time.Millisecond, names...) {
 		t.Fatalf("CRDs %v not established within 30s", names)
 	}
+	waitServed(wctx, t, c, kinds...)
+}
+
+// waitServed waits until c's REST mapper resolves every kind (the API
+// server's discovery can lag behind a CRD's Established condition, and a
+// client that asks in between gets "no matches for kind"); it fails t when
+// ctx ends first.
+func waitServed(ctx context.Context, t testing.TB, c client.Client, kinds ...schema.GroupKind) {
+	t.Helper()
 	for _, gk := range kinds {
 		for {
 			_, err := c.RESTMapper().RESTMapping(gk)
@@ -64,8 +73,8 @@ func Install(t testing.TB, c client.Client, plurals ...string) {
 				break
 			}
 			select {
-			case <-wctx.Done():
-				t.Fatalf("CRD of %s established, but discovery does not serve it within 30s: %v", gk, err)
+			case <-ctx.Done():
+				t.Fatalf("CRD of %s established, but discovery does not serve it in time: %v", gk, err)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}

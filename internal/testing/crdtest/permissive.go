@@ -8,6 +8,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/crdwait"
@@ -19,7 +20,8 @@ import (
 // (x-kubernetes-preserve-unknown-fields, a status subresource), standing
 // in for the one the virt component installs where a test must store
 // objects the graph's schema would refuse. It waits up to 30 s until the
-// CRD is established and fails the test when it is refused or is not.
+// CRD is established and its kind served by c's REST mapper, and fails the
+// test when it is refused or is not.
 func InstallPermissive(t testing.TB, c client.Client, plural, kind string) {
 	t.Helper()
 	preserve := true
@@ -42,4 +44,5 @@ func InstallPermissive(t testing.TB, c client.Client, plural, kind string) {
 	if !crdwait.Wait(wctx, c, 50*time.Millisecond, crd.Name) {
 		t.Fatalf("CRD %s not established within 30s", crd.Name)
 	}
+	waitServed(wctx, t, c, schema.GroupKind{Group: crd.Spec.Group, Kind: kind})
 }
