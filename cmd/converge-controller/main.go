@@ -53,6 +53,7 @@ import (
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
+	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
@@ -132,15 +133,15 @@ func run() error {
 		depRequeue   time.Duration
 		wh           webhookFlags
 		virt         bool
-		mp           macPoolFlags
+		macPool      bool
+		mp           = macpool.DefaultSetupOptions()
 		dataVolumes  bool
 		vmValidation bool
 	)
 	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
-	flag.BoolVar(&mp.enabled, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
-	flag.StringVar(&mp.configMap, "mac-pool-configmap", "converge-macpool", "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
-	flag.DurationVar(&mp.recheck, "mac-pool-range-check", 30*time.Second, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
-	mp.crdPoll = 5 * time.Second
+	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
+	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
+	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md (needs the webhook server; registered once the VirtualMachine CRDs are installed)")
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
@@ -274,11 +275,12 @@ func run() error {
 		}
 	}
 	switch {
-	case mp.enabled && webhooks != nil:
-		if err := setupMACPool(mgr, webhooks, mp, wh.namespace()); err != nil {
+	case macPool && webhooks != nil:
+		mp.Pool.ConfigMap.Namespace = wh.namespace()
+		if err := macpool.Setup(mgr, webhooks, mp); err != nil {
 			return err
 		}
-	case mp.enabled:
+	case macPool:
 		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
 	switch {
