@@ -4,7 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test demo bench vet controlplane cluster-bins cni clean gen-kubevirt gen-crds
+.PHONY: all build test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -26,6 +26,21 @@ controlplane: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager c
 cluster-bins: $(BIN)/kubelet $(BIN)/kube-scheduler
 $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager $(BIN)/kubelet $(BIN)/kube-scheduler:
 	hack/controlplane/build.sh $(BIN) $(notdir $@)
+
+## cluster: start the local single-node cluster (internal/testing/cluster:
+## etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+## containerd, a CNI bridge; as root, containerd and runc from apt) and
+## leave it running; state and logs in bin/cluster. cluster-stop stops it
+## and cleans the host; cluster-status says what runs.
+cluster: controlplane cni
+	$(GO) build -o $(BIN)/converge-cluster ./hack/cluster
+	$(BIN)/converge-cluster start -dir $(BIN)/cluster
+cluster-stop:
+	$(GO) build -o $(BIN)/converge-cluster ./hack/cluster
+	$(BIN)/converge-cluster stop
+cluster-status:
+	$(GO) build -o $(BIN)/converge-cluster ./hack/cluster
+	$(BIN)/converge-cluster status
 
 ## cni: the CNI plugins converge-node cni-install installs (containernetworking/plugins, pinned as go.mod tools)
 CNI_VERSION := v1.9.1
