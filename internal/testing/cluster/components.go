@@ -55,11 +55,16 @@ func apiserverArgs(bin, dir string, p pkiFiles) []string {
 	}
 }
 
-// controllerManagerArgs runs every default controller as its own service
-// account, signing CSRs and service account tokens with the cluster's
-// keys, without leader election, with the flexvolume directory under the
-// work directory (it creates the default one under /usr/libexec
-// otherwise).
+// controllerManagerArgs runs every default controller, signing CSRs and
+// service account tokens with the cluster's keys, without leader
+// election, with the flexvolume directory under the work directory (it
+// creates the default one under /usr/libexec otherwise). The controllers
+// run under the controller manager's own identity, which is in
+// system:masters, not each as its own service account
+// (--use-service-account-credentials=false): creating a service account
+// and a token per controller delayed the default ServiceAccount, and so
+// Start, by 5-8 s (measured: 9.2/13.1 s against 4.4/5.4 s to the default
+// ServiceAccount, alternating runs).
 func controllerManagerArgs(bin, dir string, p pkiFiles) []string {
 	return []string{filepath.Join(bin, "kube-controller-manager"),
 		"--kubeconfig=" + p.controllerManagerConfig,
@@ -68,7 +73,7 @@ func controllerManagerArgs(bin, dir string, p pkiFiles) []string {
 		"--bind-address=" + NodeIP, "--secure-port=" + strconv.Itoa(ControllerManagerPort),
 		"--cert-dir=" + filepath.Join(dir, "controller-manager"),
 		"--leader-elect=false",
-		"--use-service-account-credentials=true",
+		"--use-service-account-credentials=false",
 		"--root-ca-file=" + p.caCert,
 		"--service-account-private-key-file=" + p.saKey,
 		"--cluster-signing-cert-file=" + p.caCert, "--cluster-signing-key-file=" + p.caKey,

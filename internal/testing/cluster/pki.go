@@ -140,7 +140,7 @@ func writePKI(f pkiFiles, nodeName, server string) error {
 	}{
 		{f.adminConfig, "converge-cluster-admin", []string{"system:masters"}},
 		{f.kubeletConfig, "system:node:" + nodeName, []string{"system:nodes"}},
-		{f.controllerManagerConfig, "system:kube-controller-manager", nil},
+		{f.controllerManagerConfig, "system:kube-controller-manager", []string{"system:masters"}}, // see controllerManagerArgs,
 		{f.schedulerConfig, "system:kube-scheduler", nil},
 	} {
 		kp, err := client(u.cn, u.orgs...)
