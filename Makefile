@@ -84,7 +84,9 @@ test: controlplane $(BIN)/cue cni
 ## (pool alone, and VM creations with and without the MAC pool webhook);
 ## CNI ADD+DEL through converge next to the bridge plugin alone (root);
 ## image import next to qemu-img convert; CSI NodePublish (root); VMI →
-## Running through the agent next to defining the domain directly
+## Running through the agent next to defining the domain directly; local
+## cluster start to Node Ready and to the default ServiceAccount next to
+## etcd+kube-apiserver alone (root)
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
@@ -93,6 +95,7 @@ bench: controlplane cni
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
+	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 
 clean:
 	rm -rf $(BIN)
