@@ -27,6 +27,10 @@ import (
 // exit without stopping anything, as a test process that dies does.
 const crashEnv = "CONVERGE_CLUSTER_CRASH_HELPER"
 
+// secondEnv makes TestSecondStartHelper try to start a second cluster
+// (without waiting) and print the error.
+const secondEnv = "CONVERGE_CLUSTER_SECOND_HELPER"
+
 // echoImage is the test image built from ./echoserver.
 const echoImage = "localhost/converge/echoserver:test"
 
@@ -101,8 +105,16 @@ func TestCluster(t *testing.T) {
 		o := DefaultOptions()
 		o.BinDir = bin
 		_, err := Start(ctx, o)
-		if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "process "+strconv.Itoa(os.Getpid())) {
-			t.Fatalf("second Start: %v; want ErrRunning naming process %d", err, os.Getpid())
+		if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "this process started it (work directory "+c.Dir+")") {
+			t.Errorf("second Start in this process: %v; want ErrRunning saying this process started it in %s", err, c.Dir)
+		}
+		other := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSecondStartHelper$", "-test.v")
+		other.Env = append(os.Environ(), secondEnv+"=1", "KUBEBUILDER_ASSETS="+bin)
+		out, _ := other.CombinedOutput()
+		for _, want := range []string{ErrRunning.Error(), "held by process " + strconv.Itoa(os.Getpid()), "work directory " + c.Dir} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("Start in another process: want %q in its error:\n%s", want, out)
+			}
 		}
 	})
 
@@ -333,6 +345,20 @@ func TestCrashedRunHelper(t *testing.T) {
 	})
 	fmt.Println("crashing now")
 	os.Exit(3)
+}
+
+// TestSecondStartHelper is TestCluster's second starter (only with
+// secondEnv set): it prints Start's error.
+func TestSecondStartHelper(t *testing.T) {
+	if os.Getenv(secondEnv) == "" {
+		t.Skip("run by TestCluster")
+	}
+	c, err := Start(context.Background(), DefaultOptions())
+	if err == nil {
+		_ = c.Stop()
+		t.Fatal("a second cluster started")
+	}
+	fmt.Println("second Start:", err)
 }
 
 // requireCluster skips t (fails it in CI) when the cluster cannot start

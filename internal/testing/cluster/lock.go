@@ -71,6 +71,10 @@ func acquireLock(wait time.Duration) (*hostLock, error) {
 			f.Close()
 			return nil, fmt.Errorf("cluster: flock %s: %w", lockPath, err)
 		}
+		if o, _ := readOwner(); o != nil && o.PID == os.Getpid() && !o.Detached {
+			f.Close()
+			return nil, fmt.Errorf("cluster: %w: this process started it (work directory %s); stop it before starting another", ErrRunning, o.Dir)
+		}
 		if time.Now().After(deadline) {
 			f.Close()
 			holder := "another process"
