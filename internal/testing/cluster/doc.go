@@ -75,6 +75,10 @@
 //     exists are deleted (none here: Debian's containerd does not pull
 //     iptables in).
 //
+// Not undone: kernel modules containerd and the bridge plugin may load
+// (overlay, bridge, veth; built into these machines' kernel), and the
+// empty lock file in LockDir.
+//
 // Processes are killed by recorded PID (checked against their start time),
 // then any etcd, kube-*, kubelet, containerd, shim, runc or ctr process
 // whose command line names the work directory or LockDir. Start refuses
