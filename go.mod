@@ -45,6 +45,13 @@ require (
 )
 
 require (
+	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
+	github.com/google/go-containerregistry v0.20.7
+	github.com/klauspost/compress v1.19.1 // indirect
+	github.com/vbatts/tar-split v0.12.2 // indirect
+)
+
+require (
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
 	github.com/miekg/dns v1.1.68 // indirect
