@@ -4,16 +4,29 @@ GO ?= go
 BIN := $(CURDIR)/bin
 export KUBEBUILDER_ASSETS := $(BIN)
 
-.PHONY: all build test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+## VERSION is what `converge version` prints and the images' tag; every
+## binary gets it (internal/images.LDFlags gives the same flag).
+VERSION ?= dev
+LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
+
+.PHONY: all build images test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
-## build: the converge CLI, converge-controller and the demo into bin/
+## build: the converge CLI, converge-controller (no cgo, as in its image),
+## converge-node and the demo into bin/
 build:
-	$(GO) build -o $(BIN)/converge ./cmd/converge
-	$(GO) build -o $(BIN)/converge-controller ./cmd/converge-controller
-	$(GO) build -o $(BIN)/converge-node ./cmd/converge-node
-	$(GO) build -o $(BIN)/converge-demo ./hack/demo
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge ./cmd/converge
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-controller ./cmd/converge-controller
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-node ./cmd/converge-node
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-demo ./hack/demo
+
+## images: bin/images/converge-controller.tar and converge-node.tar,
+## docker-archive tarballs tagged ghcr.io/converge-dev/<name>:$(VERSION),
+## for `ctr -n k8s.io images import` (Debian packages cached in
+## bin/images/apt; an archive whose inputs did not change is kept)
+images: cni
+	$(GO) run ./hack/images -version "$(VERSION)"
 
 ## controlplane: kube-apiserver, etcd and kube-controller-manager (the PV
 ## binder for the provisioner tests), and cluster-bins, built from Go

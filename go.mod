@@ -46,6 +46,12 @@ require (
 )
 
 require (
+	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
+	github.com/klauspost/compress v1.19.1 // indirect
+	github.com/vbatts/tar-split v0.12.2 // indirect
+)
+
+require (
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/kubernetes-csi/csi-lib-utils v0.22.0 // indirect
 	github.com/miekg/dns v1.1.68 // indirect
@@ -66,7 +72,6 @@ require (
 	github.com/cloudflare/circl v1.6.3 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 	github.com/coder/websocket v1.8.14
-	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
 	github.com/containernetworking/cni v1.3.0
 	github.com/containernetworking/plugins v1.9.1
 	github.com/coreos/go-iptables v0.8.0 // indirect
@@ -107,7 +112,6 @@ require (
 	github.com/jbenet/go-context v0.0.0-20150711004518-d14ea06fba99 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kevinburke/ssh_config v1.2.0 // indirect
-	github.com/klauspost/compress v1.19.1 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
@@ -136,7 +140,6 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
-	github.com/vbatts/tar-split v0.12.2 // indirect
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	github.com/wI2L/jsondiff v0.6.1 // indirect
