@@ -119,8 +119,9 @@ var nodeLibraries = []string{
 	"github.com/container-storage-interface/spec",
 }
 
-// testSupport is what no shipped binary may link.
-var testSupport = []string{"internal/testing", "internal/e2e", "internal/bench", "internal/layout"}
+// testSupport is what no shipped binary may link: test support, the
+// end-to-end tests, benchmarks and layout checks, and the image builder.
+var testSupport = []string{"internal/testing", "internal/e2e", "internal/bench", "internal/layout", "internal/images"}
 
 func TestBinariesLink(t *testing.T) {
 	pkgs := listPackages(t)
