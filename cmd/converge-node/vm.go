@@ -151,7 +151,7 @@ libvirt's test driver.`,
 	fl.StringToStringVar(&f.bridges, "network-bridge", nil, "Linux bridge per multus networkName, as name=bridge (repeatable)")
 	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable; or use --kubeconfig)")
 	fl.DurationVar(&f.resync, "resync", f.resync, "full re-read of libvirt at least this often")
-	fl.StringVar(&f.cniBinDir, "cni-bin-dir", f.cniBinDir, "directory of the CNI plugins (converge-node cni-install puts them in /opt/cni/bin)")
+	fl.StringVar(&f.cniBinDir, "cni-bin-dir", f.cniBinDir, "directory of the CNI plugins the agent runs (in the converge-node image: /opt/cni/bin; on a host, where converge-node cni-install puts them)")
 	fl.StringVar(&f.cniConfDir, "cni-conf-dir", "", "with --vmi-file: directory of NetworkAttachmentDefinition configs as <namespace>/<name>.conf (empty: no CNI networks)")
 	fl.StringVar(&f.cniCacheDir, "cni-cache-dir", "", "libcni's cache of attachments, for DEL after a crash (default <state-dir>/cni)")
 	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
