@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -30,13 +31,15 @@ func TestLibvirtdCommand(t *testing.T) {
 	err := libvirtd.Check(libvirtd.DefaultOptions())
 	vmtest.Require(t, err == nil, "%v", err)
 	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
+	var uri string
 	ready := regexp.MustCompile(`msg=ready .*uri="(qemu:///system\?socket=[^"]+)" virtlogd=(\d+) libvirtd=(\d+)`)
 
-	run := func(t *testing.T) (*exec.Cmd, *safebuffer.Buffer, <-chan error, [2]int) {
+	run := func(t *testing.T, wrapper ...string) (*exec.Cmd, *safebuffer.Buffer, <-chan error, [2]int) {
 		dir := t.TempDir()
 		var out safebuffer.Buffer
-		cmd := exec.Command(bin, "libvirtd", "--run-dir", filepath.Join(dir, "run"), "--socket-dir", filepath.Join(dir, "sock"),
+		argv := append(wrapper, bin, "libvirtd", "--run-dir", filepath.Join(dir, "run"), "--socket-dir", filepath.Join(dir, "sock"),
 			"--state-dir", filepath.Join(dir, "state"), "--log-dir", filepath.Join(dir, "log"))
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -57,6 +60,7 @@ func TestLibvirtdCommand(t *testing.T) {
 				}
 				vl, _ := strconv.Atoi(m[2])
 				lv, _ := strconv.Atoi(m[3])
+				uri = m[1]
 				return cmd, &out, exited, [2]int{vl, lv}
 			}
 			select {
@@ -89,6 +93,66 @@ func TestLibvirtdCommand(t *testing.T) {
 		}
 		gone(t, pids[0])
 		gone(t, pids[1])
+	})
+	// In a container the supervisor is PID 1 and every daemonized QEMU
+	// becomes its child: a destroyed domain's QEMU must be reaped, not
+	// left a zombie libvirt still sees alive.
+	t.Run("as PID 1", func(t *testing.T) {
+		for _, tool := range []string{"unshare", "virsh"} {
+			_, err := exec.LookPath(tool)
+			vmtest.Require(t, err == nil, "%s not found: apt-get install -y util-linux libvirt-clients", tool)
+		}
+		cmd, out, exited, _ := run(t, "unshare", "--pid", "--fork", "--mount-proc")
+		// unshare forwards no signal: stop the supervisor, its child, itself
+		kids, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "task", strconv.Itoa(cmd.Process.Pid), "children"))
+		if err != nil || len(strings.Fields(string(kids))) != 1 {
+			t.Fatalf("the supervisor under unshare: children %q, %v", kids, err)
+		}
+		supervisor, _ := strconv.Atoi(strings.Fields(string(kids))[0])
+		stopped := false
+		t.Cleanup(func() {
+			if !stopped {
+				_ = syscall.Kill(supervisor, syscall.SIGTERM)
+				<-exited
+			}
+		})
+		xml := filepath.Join(t.TempDir(), "dom.xml")
+		os.WriteFile(xml, []byte(`<domain type="qemu"><name>converge-pid1-test</name><memory unit="MiB">64</memory><vcpu>1</vcpu>
+<os><type arch="x86_64" machine="q35">hvm</type></os><devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model="none"/></devices></domain>`), 0o644)
+		virsh := func(args ...string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, err := exec.CommandContext(ctx, "virsh", append([]string{"-c", uri}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("virsh %v: %v\n%s\n%s", args, err, b, out.String())
+			}
+			return string(b)
+		}
+		virsh("create", xml)
+		pgrep, err := exec.Command("pgrep", "-f", "guest=converge-pid1-test").Output()
+		if err != nil {
+			t.Fatalf("no QEMU process for the domain: %v", err)
+		}
+		qemu := strings.Fields(string(pgrep))[0]
+		virsh("destroy", "converge-pid1-test")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, err := os.ReadFile(filepath.Join("/proc", qemu, "stat"))
+			if err != nil {
+				break // reaped
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("QEMU %s not reaped 30 s after destroy: %s", qemu, st)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		stopped = true
+		if err := syscall.Kill(supervisor, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-exited; err != nil {
+			t.Errorf("after SIGTERM: %v\n%s", err, out.String())
+		}
 	})
 	t.Run("libvirtd dies", func(t *testing.T) {
 		_, out, exited, pids := run(t)
