@@ -37,6 +37,7 @@ require (
 	k8s.io/client-go v0.37.1
 	k8s.io/component-helpers v0.37.1
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098
+	k8s.io/kubelet v0.37.1
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	kubevirt.io/api v1.6.0
 	libvirt.org/go/libvirtxml v1.10010.0
