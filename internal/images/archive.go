@@ -17,7 +17,7 @@ import (
 // archive is a function of the image. It is written beside file and
 // renamed into place.
 func WriteArchive(file, reference string, img v1.Image) error {
-	tag, err := name.NewTag(reference, name.StrictValidation)
+	tag, err := name.NewTag(reference)
 	if err != nil {
 		return fmt.Errorf("image reference %q: %w", reference, err)
 	}

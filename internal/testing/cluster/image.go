@@ -1,22 +1,19 @@
 package cluster
 
 import (
-	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/converge-dev/converge/internal/images"
 )
 
 // BinaryImage describes a one-layer image holding a single static
@@ -36,69 +33,40 @@ type BinaryImage struct {
 
 // WriteBinaryImage writes img as a docker-archive tarball (what `ctr
 // images import` and ImportImage read) to archive: one layer holding the
-// binary (mode 0755, owner 0:0, zero timestamps), linux/<GOARCH>, no
-// creation time, so the same binary always gives the same image digest.
-// It uses go-containerregistry (tarball.LayerFromOpener, mutate,
-// tarball.Write).
+// binary (mode 0755, owner 0:0, zero timestamps), linux/amd64, the epoch
+// as its creation time, so the same binary always gives the same image
+// digest. It goes through internal/images (Tree, Spec.Image,
+// WriteArchive), the writer of converge's own images.
 func WriteBinaryImage(img BinaryImage, archive string) error {
-	ref, err := name.ParseReference(img.Ref)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
-	bin, err := os.ReadFile(img.Binary)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
 	if img.Path == "" || img.Path[0] != '/' {
 		return fmt.Errorf("image %s: Path %q: want an absolute path in the image", img.Ref, img.Path)
 	}
-	var layerTar bytes.Buffer
-	tw := tar.NewWriter(&layerTar)
-	epoch := time.Unix(0, 0).UTC()
-	if err := tw.WriteHeader(&tar.Header{Name: img.Path[1:], Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg,
-		ModTime: epoch, AccessTime: epoch, ChangeTime: epoch, Format: tar.FormatPAX}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	data := layerTar.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		return fmt.Errorf("image %s: layer: %w", img.Ref, err)
-	}
-	image, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
+	tree := images.NewTree()
+	if err := tree.CopyFile(img.Path[1:], img.Binary, 0o755, img.Binary); err != nil {
 		return fmt.Errorf("image %s: %w", img.Ref, err)
 	}
 	entry := img.Entrypoint
 	if len(entry) == 0 {
 		entry = []string{img.Path}
 	}
-	cf, err := image.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Created = v1.Time{}
-	cf.Config.Entrypoint = entry
-	image, err = mutate.ConfigFile(image, cf)
-	if err != nil {
-		return fmt.Errorf("image %s: %w", img.Ref, err)
-	}
 	if err := os.MkdirAll(filepath.Dir(archive), 0o755); err != nil {
 		return err
 	}
-	tmp := archive + ".tmp"
-	if err := tarball.WriteToFile(tmp, ref, image); err != nil {
-		os.Remove(tmp)
+	work, err := os.MkdirTemp(filepath.Dir(archive), ".image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	spec := images.Spec{Layers: []images.Layer{{Tree: tree, CreatedBy: "internal/testing/cluster " + img.Path}},
+		Config: v1.Config{Entrypoint: entry}}
+	image, err := spec.Image(work, "binary", time.Unix(0, 0), gzip.BestSpeed)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", img.Ref, err)
+	}
+	if err := images.WriteArchive(archive, img.Ref, image); err != nil {
 		return fmt.Errorf("image %s: writing %s: %w", img.Ref, archive, err)
 	}
-	return os.Rename(tmp, archive)
+	return nil
 }
 
 // BuildStatic builds the main package pkg (an import path of this module,
