@@ -14,6 +14,11 @@ import (
 
 var openshift = map[string]any{"platform": "openshift"}
 
+// external are the edits making the example's HyperConverged external
+// mode, where the graph derives the SSP on OpenShift (native mode has no
+// SSP operator yet) and the test plays the upstream operators.
+var external = []string{"namespace: kubevirt-hyperconverged\n", "namespace: kubevirt-hyperconverged\n  annotations: {converge.dev/operators: external}\n"}
+
 const (
 	cdiAPI  = "cdi.kubevirt.io/v1beta1"
 	cdiName = "cdi-kubevirt-hyperconverged"
@@ -25,14 +30,15 @@ const (
 	sspName = "ssp-kubevirt-hyperconverged"
 )
 
-// TestHealthGates drives the example (OpenShift facts, so SSP exists)
+// TestHealthGates drives the example (external mode and OpenShift facts,
+// so SSP exists)
 // with health gates on, the test acting as the operators: hpp (dependsOn
 // cdi) and ssp (dependsOn virt, cdi) are applied only once the test
 // marks CDI, then KubeVirt, Available; a deferred component keeps its
 // applied objects (no prune, no update) while its dependency is Degraded.
 func TestHealthGates(t *testing.T) {
 	c, p, _ := newClient(t)
-	r := renderExample(t, nil, openshift)
+	r := renderExample(t, map[string][]string{"hyperconverged.yaml": external}, openshift)
 	syncs, writes := 0, 0
 	run := func() *reconciler.Result {
 		t.Helper()
@@ -120,7 +126,7 @@ func TestHealthGates(t *testing.T) {
 	// 4. CDI degrades and the config changes the HostPathProvisioner: hpp
 	// is deferred again; its applied object is neither pruned nor updated.
 	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionTrue, "cdi-apiserver crashlooping")
-	r = renderExample(t, map[string][]string{"hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
+	r = renderExample(t, map[string][]string{"hyperconverged.yaml": external, "hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
 	res = run()
 	h = health(res)
 	if h["cdi"].Health != reconciler.Failed || h["hpp"].Health != reconciler.Waiting ||
@@ -161,7 +167,7 @@ func poolPath(u *unstructured.Unstructured) string {
 func TestHealthGatesOff(t *testing.T) {
 	c, _, mk := newClient(t)
 	p := mk(testOptions(false))
-	res := doSync(t, p, renderExample(t, nil, openshift))
+	res := doSync(t, p, renderExample(t, map[string][]string{"hyperconverged.yaml": external}, openshift))
 	if res.Waiting {
 		t.Errorf("Waiting with gates off: %+v", res.Components)
 	}

@@ -124,7 +124,24 @@ type SyncSpec struct {
 	// DependsOn lists Syncs that must be Ready (at their latest revision)
 	// before this one is reconciled. Namespace defaults to the Sync's.
 	DependsOn []SyncReference `json:"dependsOn,omitempty"`
+	// Operators selects who runs the operand CRs the config derives:
+	// OperatorsNative (converge-controller's operators) or
+	// OperatorsExternal (the upstream operators). Empty: the
+	// HyperConverged's converge.dev/operators annotation decides, default
+	// native. When both are set they must agree.
+	Operators string `json:"operators,omitempty"`
 }
+
+// Operators modes of spec.operators (and of the HyperConverged annotation
+// converge.dev/operators).
+const (
+	// OperatorsNative: converge-controller holds one operator per operand
+	// CR kind and runs each CR's roles.
+	OperatorsNative = "native"
+	// OperatorsExternal: the upstream operators run the operand CRs;
+	// converge only derives them, as HCO does.
+	OperatorsExternal = "external"
+)
 
 // GitSource is a Git repository, a ref in it and the directory of the
 // config.

@@ -304,27 +304,33 @@ func TestSync(t *testing.T) {
 		}
 	})
 
-	t.Run("prune", func(t *testing.T) {
-		on := e.commit(t, "aaq on", "spec:\n", "spec:\n  enableApplicationAwareQuota: true\n")
-		e.request(t, local)
-		s, _ := e.wait(t, local, time.Minute, "AAQ applied", readyAt(on))
-		aaq := aaqEntry(s)
-		if aaq == "" {
-			t.Fatalf("no AAQ in the inventory: %+v", s.Status.Inventory.Entries)
+	// spec.operators external derives the operands converge has no
+	// native operator for (MigController, FileRestoreOperator); back to
+	// native, they leave the graph and are pruned.
+	t.Run("operators mode and prune", func(t *testing.T) {
+		e.wait(t, local, time.Minute, "Ready", ready)
+		e.patchSync(t, local, `{"spec":{"operators":"external"}}`)
+		s, _ := e.wait(t, local, time.Minute, "external mode applied", ready)
+		mig := entry(s, "_migrations.kubevirt.io_MigController")
+		if mig == "" {
+			t.Fatalf("no MigController in the inventory in external mode: %+v", s.Status.Inventory.Entries)
 		}
-		off := e.commit(t, "aaq off", "spec:\n  enableApplicationAwareQuota: true\n", "spec:\n")
-		e.request(t, local)
-		s, _ = e.wait(t, local, time.Minute, "AAQ pruned", readyAt(off))
-		if aaqEntry(s) != "" {
-			t.Errorf("AAQ still in the inventory")
+		kv, err := get(e.c1, "kubevirt.io/v1", "KubeVirt", kvKey)
+		if err != nil || kv.GetAnnotations()["converge.dev/operator"] != "external" {
+			t.Errorf("KubeVirt in external mode: annotations %v (%v), want converge.dev/operator: external", kv.GetAnnotations(), err)
 		}
-		parts := strings.Split(aaq, "_")
-		if _, err := get(e.c1, "aaq.kubevirt.io/v1alpha1", "AAQ", types.NamespacedName{Namespace: parts[0], Name: parts[1]}); !absent(err) {
-			t.Errorf("AAQ still in the cluster: %v", err)
+		e.patchSync(t, local, `{"spec":{"operators":null}}`)
+		s, _ = e.wait(t, local, time.Minute, "native mode applied", ready)
+		if entry(s, "_migrations.kubevirt.io_MigController") != "" {
+			t.Errorf("MigController still in the inventory")
+		}
+		parts := strings.Split(mig, "_")
+		if _, err := get(e.c1, "migrations.kubevirt.io/v1alpha1", "MigController", types.NamespacedName{Namespace: parts[0], Name: parts[1]}); !absent(err) {
+			t.Errorf("MigController still in the cluster: %v", err)
 		}
 		msgs := strings.Join(e.events(t, local.Name)[v1alpha1.SucceededReason], "\n")
-		if !strings.Contains(msgs, "AAQ/") || !strings.Contains(msgs, " deleted") {
-			t.Errorf("no event lists the AAQ deleted:\n%s", msgs)
+		if !strings.Contains(msgs, "MigController/") || !strings.Contains(msgs, " deleted") {
+			t.Errorf("no event lists the MigController deleted:\n%s", msgs)
 		}
 	})
 
@@ -495,9 +501,10 @@ func TestSync(t *testing.T) {
 	})
 }
 
-func aaqEntry(s *v1alpha1.Sync) string {
+// entry gives the ID of the inventory entry ending in suffix ("" if none).
+func entry(s *v1alpha1.Sync, suffix string) string {
 	for _, en := range s.Status.Inventory.Entries {
-		if strings.HasSuffix(en.ID, "_aaq.kubevirt.io_AAQ") {
+		if strings.HasSuffix(en.ID, suffix) {
 			return en.ID
 		}
 	}
