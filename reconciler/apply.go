@@ -236,7 +236,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 				if inventory.ID(out.applied) == inventory.ID(r.HyperConverged) {
 					*hcUID = string(out.applied.GetUID())
 				}
-				if out.action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" && !current(out.applied) {
+				if out.action != ssa.UnchangedAction && p.waitsFor(r, desired) && !current(out.applied) {
 					*waitSet = append(*waitSet, object.UnstructuredToObjMetadata(desired))
 				}
 			}
@@ -244,6 +244,20 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 		})
 	}
 	return g.Wait()
+}
+
+// waitsFor reports whether a stage waits for o to become Current after
+// applying it: every kstatus-rule object with Options.Wait, else only the
+// CustomResourceDefinitions and Namespaces later stages need.
+func (p *Pipeline) waitsFor(r *graph.Rendered, o *unstructured.Unstructured) bool {
+	if r.HealthRule(o.GetKind()) != "kstatus" {
+		return false
+	}
+	if p.Options.Wait {
+		return true
+	}
+	gvk := o.GroupVersionKind()
+	return (gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") || (gvk.Group == "" && gvk.Kind == "Namespace")
 }
 
 // applied is the outcome of one applyOne.

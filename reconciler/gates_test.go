@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,4 +181,57 @@ func TestHealthGatesOff(t *testing.T) {
 		}
 	}
 	t.Logf("gates off: 1 sync, %d write requests until every component was applied", res.Writes)
+}
+
+// TestWaitOff applies a stage holding a Deployment, whose health only the
+// (absent) Deployment controller would make Current: with Options.Wait
+// the stage's kstatus wait fails the sync naming it; without, the sync
+// succeeds, the later stages are applied and the component reports the
+// Deployment Progressing from its real status (what a Sync with spec.wait
+// false reports in status.components).
+func TestWaitOff(t *testing.T) {
+	deployment := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": hcNS},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web:1"}}},
+				},
+			},
+		}}
+		return u
+	}
+	t.Run("wait", func(t *testing.T) {
+		c, _, mk := newClient(t)
+		o := testOptions(false)
+		o.WaitTimeout = 2 * time.Second
+		_, err := trySync(t, mk(o), withObjects(renderExample(t, nil, nil), deployment()))
+		if err == nil || !strings.Contains(err.Error(), "Deployment/"+hcNS+"/web") {
+			t.Fatalf("sync with Wait: %v, want a health check error naming the Deployment", err)
+		}
+		if obj(t, c, kvAPI, "KubeVirt", hcNS, kvName) != nil {
+			t.Error("the stage after the failed wait was applied")
+		}
+	})
+	t.Run("no wait", func(t *testing.T) {
+		c, _, mk := newClient(t)
+		o := testOptions(false)
+		o.Wait = false
+		res := doSync(t, mk(o), withObjects(renderExample(t, nil, nil), deployment()))
+		if obj(t, c, kvAPI, "KubeVirt", hcNS, kvName) == nil {
+			t.Error("the stage after the Deployment's was not applied")
+		}
+		h := health(res)
+		if got := h["hco"]; got.Health != reconciler.Progressing || !strings.Contains(got.Message, "Deployment/"+hcNS+"/web InProgress") {
+			t.Errorf("hco = %+v, want Progressing naming the Deployment InProgress", got)
+		}
+		// The CRDs stage was still waited for: the KubeVirt of the next
+		// stage could be applied at all.
+		if got := h["virt"]; got.Health != reconciler.Progressing {
+			t.Errorf("virt = %+v, want Progressing (no operator)", got)
+		}
+	})
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
-	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
@@ -137,7 +136,6 @@ func TestControllerBinary(t *testing.T) {
 			t.Logf("converge-controller output (tail):\n%s", tail(logs.String(), 60))
 		}
 	})
-	go operandsim.Run(ctx, c)
 
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncKey.Namespace}},
@@ -147,6 +145,9 @@ func TestControllerBinary(t *testing.T) {
 				Source:   v1alpha1.GitSource{URL: git.RepoURL(repo), Ref: &v1alpha1.GitRef{Branch: "main"}},
 				Interval: metav1.Duration{Duration: time.Hour},
 				Receiver: &v1alpha1.Receiver{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}},
+				// No kubelet runs the operands' roles on this bare API
+				// server: the Sync is Ready once applied.
+				Wait: new(bool),
 			}},
 	} {
 		if err := c.Create(ctx, o); err != nil {
