@@ -63,6 +63,31 @@ type Options struct {
 	// active — as Flux's ApplyAllStaged does with wait disabled (a Sync's
 	// spec.wait: false).
 	Wait bool
+	// FieldManager is the server-side apply field manager of every write;
+	// empty means FieldManager ("converge"). converge's native operators
+	// use their own ("converge-virt-operator", …).
+	FieldManager string
+	// OwnerGroup prefixes the ownership labels <OwnerGroup>/name and
+	// <OwnerGroup>/namespace that mark what the pipeline applied and that
+	// prune requires; empty means OwnerGroup ("converge.dev"). Each native
+	// operator has its own, so its roles are never taken for the Sync's.
+	OwnerGroup string
+}
+
+// fieldManager gives o.FieldManager, or FieldManager when empty.
+func (o Options) fieldManager() string {
+	if o.FieldManager != "" {
+		return o.FieldManager
+	}
+	return FieldManager
+}
+
+// ownerGroup gives o.OwnerGroup, or OwnerGroup when empty.
+func (o Options) ownerGroup() string {
+	if o.OwnerGroup != "" {
+		return o.OwnerGroup
+	}
+	return OwnerGroup
 }
 
 // DefaultOptions returns concurrency 16, a 2-minute wait per stage polled

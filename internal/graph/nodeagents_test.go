@@ -21,7 +21,7 @@ import (
 // VM agent, bridge-marker with cni-install, the cdi-importer and
 // hostpath-csi with two pools.
 var agentDefinitions = map[string]string{
-	"./components/virt": `(#VMAgent & {hc: {apiVersion: "hco.kubevirt.io/v1", kind: "HyperConverged", metadata: namespace: "kubevirt-hyperconverged", spec: deployment: nodePlacements: {}}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
+	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
 	"./components/cnao": `(#BridgeMarker & {namespace: "kubevirt-hyperconverged", placement: null, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
 	"./components/cdi":  `(#Importer & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, resources: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
 	"./components/hpp":  `(#Driver & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
