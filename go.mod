@@ -12,6 +12,7 @@ require (
 	github.com/fluxcd/pkg/ssa v0.78.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.4
+	github.com/google/go-containerregistry v0.20.7
 	github.com/hiddeco/sshsig v0.2.0
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
 	github.com/moby/sys/mountinfo v0.7.2
@@ -36,12 +37,19 @@ require (
 	k8s.io/client-go v0.37.1
 	k8s.io/component-helpers v0.37.1
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098
+	k8s.io/kubelet v0.37.1
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	kubevirt.io/api v1.6.0
 	libvirt.org/go/libvirtxml v1.10010.0
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
+	github.com/klauspost/compress v1.19.1 // indirect
+	github.com/vbatts/tar-split v0.12.2 // indirect
 )
 
 require (

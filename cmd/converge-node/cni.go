@@ -28,7 +28,12 @@ func newCNIInstallCommand() *cobra.Command {
 		Long: `cni-install copies the CNI plugins built with converge (containernetworking/plugins)
 from --source into --dest, each atomically (temporary file, fsync, rename) and only when
 the installed plugin states another version. A broken source is refused before --dest is
-touched. It prints one line per plugin.`,
+touched. It prints one line per plugin.
+
+--source defaults to the cni directory beside the executable when there is one (bin/cni
+in a checkout), else /opt/cni/bin, where the converge-node image holds the plugins. In a
+container, mount the host's CNI bin directory elsewhere (such as /host/opt/cni/bin) and
+pass it as --dest: the same directory as source and destination is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := cniplugins.Install(cmd.Context(), o)
@@ -45,8 +50,8 @@ touched. It prints one line per plugin.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&o.Source, "source", o.Source, "directory holding the built plugins")
-	cmd.Flags().StringVar(&o.Dest, "dest", o.Dest, "the node's CNI bin directory")
+	cmd.Flags().StringVar(&o.Source, "source", o.Source, "directory holding the built plugins (the image's /opt/cni/bin)")
+	cmd.Flags().StringVar(&o.Dest, "dest", o.Dest, "the node's CNI bin directory, as mounted in this container")
 	cmd.Flags().StringSliceVar(&o.Plugins, "plugins", o.Plugins, "plugins to install")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
+	"github.com/converge-dev/converge/nodeplane/csi/registration"
 )
 
 func init() { subcommands = append(subcommands, newHostpathCSICommand) }
@@ -23,8 +25,8 @@ func init() { subcommands = append(subcommands, newHostpathCSICommand) }
 func newHostpathCSICommand() *cobra.Command {
 	opts := hostpath.DefaultOptions()
 	var pools []string
-	var version, provision bool
-	var kubeconfig string
+	var version, provision, register bool
+	var kubeconfig, kubeletDir, regSocket, regPath string
 	cmd := &cobra.Command{
 		Use:   "hostpath-csi --endpoint unix:///path/csi.sock --node-id NAME --storage-pool NAME=PATH...",
 		Short: "Run the hostpath CSI driver (the hostpath-provisioner's CSI plugin)",
@@ -39,7 +41,15 @@ PVCs of StorageClasses whose provisioner is the driver name, when the PVC's
 volume.kubernetes.io/selected-node is this node (WaitForFirstConsumer; the
 role of csi-provisioner --node-deployment next to upstream HPP's plugin),
 and deletes the Released PVs of this node with reclaim policy Delete.
-Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.`,
+Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.
+
+With --kubelet-registration it also registers the driver with the kubelet,
+as node-driver-registrar does: it serves the kubelet plugin registration API
+on --registration-socket (default <kubelet-dir>/plugins_registry/<driver>-reg.sock),
+giving the kubelet --kubelet-registration-path (default the --endpoint path,
+which defaults to unix://<kubelet-dir>/plugins/<driver>/csi.sock) as the CSI
+endpoint. The kubelet's refusal ends the command with its error (the
+container restarts and registers again). Both sockets are removed at exit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if version {
@@ -55,6 +65,33 @@ Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.`,
 			}
 			if opts.NodeID == "" {
 				opts.NodeID = os.Getenv("NODE_NAME")
+			}
+			var reg *registration.Options
+			if register {
+				if !filepath.IsAbs(kubeletDir) {
+					return fmt.Errorf("hostpath-csi: --kubelet-dir %q: expected an absolute path", kubeletDir)
+				}
+				if opts.Endpoint == "" {
+					opts.Endpoint = "unix://" + registration.EndpointPath(kubeletDir, opts.DriverName)
+				}
+				ro := registration.DefaultOptions(opts.DriverName, kubeletDir)
+				if regSocket != "" {
+					ro.Socket = regSocket
+				}
+				ro.Endpoint = regPath
+				if regPath == "" {
+					path, err := hostpath.SocketPath(opts.Endpoint)
+					if err != nil {
+						return fmt.Errorf("hostpath-csi: %w", err)
+					}
+					ro.Endpoint = path
+				}
+				if err := ro.Validate(); err != nil {
+					return fmt.Errorf("hostpath-csi: %w", err)
+				}
+				reg = &ro
+			} else if regSocket != "" || regPath != "" {
+				return fmt.Errorf("hostpath-csi: --registration-socket and --kubelet-registration-path need --kubelet-registration")
 			}
 			var cs kubernetes.Interface
 			if provision || kubeconfig != "" {
@@ -74,7 +111,7 @@ Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.`,
 				return err
 			}
 			defer d.Close()
-			return serveHostpath(cmd.Context(), d, cs)
+			return serveHostpath(cmd.Context(), d, cs, reg)
 		},
 	}
 	f := cmd.Flags()
@@ -85,27 +122,52 @@ Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.`,
 	f.BoolVar(&version, "version", false, "print the driver version and exit")
 	f.BoolVar(&provision, "provision", false, "also provision PVs for this node's PVCs (in-cluster config unless --kubeconfig)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to provision against; implies --provision (default $KUBECONFIG, else in-cluster)")
+	f.BoolVar(&register, "kubelet-registration", false, "register the driver with the kubelet through its plugin registration socket (node-driver-registrar's role)")
+	f.StringVar(&kubeletDir, "kubelet-dir", "/var/lib/kubelet", "the kubelet's root directory, for the default --endpoint and --registration-socket")
+	f.StringVar(&regSocket, "registration-socket", "", "registration socket the kubelet's plugin watcher finds (default <kubelet-dir>/plugins_registry/<driver>-reg.sock)")
+	f.StringVar(&regPath, "kubelet-registration-path", "", "the CSI socket's path as the kubelet sees it on the host (default the --endpoint path)")
 	return cmd
 }
 
 // serveHostpath serves d until ctx is done and, when cs is not nil, runs
-// its provisioner beside it; either stopping stops both.
-func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interface) error {
-	if cs == nil {
-		return d.Serve(ctx)
-	}
-	po := provisioner.DefaultOptions()
-	po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
-	p, err := provisioner.New(ctx, po)
+// its provisioner beside it, and when reg is not nil, once the CSI socket
+// listens, the kubelet registration; any of them stopping stops all, and
+// a refused registration is the error.
+func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interface, reg *registration.Options) error {
+	lis, err := d.Listen()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { defer cancel(); p.Run(ctx) })
-	err = d.Serve(ctx)
+	defer wg.Wait()
+	if cs != nil {
+		po := provisioner.DefaultOptions()
+		po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
+		p, err := provisioner.New(ctx, po)
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		wg.Go(func() { defer cancel(); p.Run(ctx) })
+	}
+	regErr := make(chan error, 1)
+	if reg != nil {
+		wg.Go(func() {
+			defer cancel()
+			regErr <- registration.Serve(ctx, *reg)
+		})
+	}
+	err = d.ServeListener(ctx, lis)
 	cancel()
 	wg.Wait()
+	select {
+	case rerr := <-regErr:
+		if rerr != nil {
+			return fmt.Errorf("hostpath-csi: %w", rerr)
+		}
+	default:
+	}
 	return err
 }

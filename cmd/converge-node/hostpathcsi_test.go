@@ -15,6 +15,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
@@ -46,6 +47,9 @@ func TestHostpathCSIFlags(t *testing.T) {
 		{"duplicate pool path", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--storage-pool", "second=" + filepath.Join(dir, "pool")}, "already used by another pool"},
 		{"bad driver name", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--driver-name", "-bad"}, `driver name "-bad"`},
 		{"missing kubeconfig", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--kubeconfig", "/nonexistent/kubeconfig"}, `hostpath-csi: kubeconfig "/nonexistent/kubeconfig"`},
+		{"relative kubelet dir", []string{"--node-id", "n1", "--storage-pool", pool, "--kubelet-registration", "--kubelet-dir", "kubelet"}, `--kubelet-dir "kubelet": expected an absolute path`},
+		{"relative registration path", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--kubelet-registration", "--kubelet-registration-path", "csi.sock"}, `kubelet registration path (CSI endpoint) "csi.sock"`},
+		{"registration socket without registration", []string{"--endpoint", sock, "--node-id", "n1", "--storage-pool", pool, "--registration-socket", "/x/reg.sock"}, "need --kubelet-registration"},
 		{"unknown flag", []string{"--pool", pool}, "unknown flag: --pool"},
 		{"argument", []string{"extra"}, "unknown command"},
 	} {
@@ -147,5 +151,89 @@ func TestHostpathCSIBinary(t *testing.T) {
 	}
 	if err := <-exited; err != nil {
 		t.Fatalf("converge-node after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// TestHostpathCSIRegistration runs `converge-node hostpath-csi
+// --kubelet-registration` with a kubelet directory of the test's and plays
+// the kubelet's plugin watcher on the registration socket (the real
+// kubelet registers it on the real cluster): GetInfo names the driver, a
+// CSIPlugin, and the CSI socket under <kubelet-dir>/plugins, which serves
+// CSI; a successful registration keeps the driver running; a refusal ends
+// the command with the kubelet's error, and both sockets are removed.
+func TestHostpathCSIRegistration(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hpcsi") // short: a unix socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	kubeletDir := filepath.Join(dir, "kubelet")
+	regSock := filepath.Join(kubeletDir, "plugins_registry", hostpath.DefaultDriverName+"-reg.sock")
+	csiSock := filepath.Join(kubeletDir, "plugins", hostpath.DefaultDriverName, "csi.sock")
+	var out safebuffer.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(context.Background(), &out, "hostpath-csi", "--kubelet-registration", "--kubelet-dir", kubeletDir,
+			"--node-id", "node-1", "--storage-pool", "local="+filepath.Join(dir, "pool"))
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(regSock); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("hostpath-csi ended: %v\n%s", err, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no registration socket %s after 30 s", regSock)
+		}
+	}
+	dial := func(sock string) *grpc.ClientConn {
+		conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kubelet := registerapi.NewRegistrationClient(dial(regSock))
+	info, err := kubelet.GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GetType() != registerapi.CSIPlugin || info.GetName() != hostpath.DefaultDriverName || info.GetEndpoint() != csiSock || len(info.GetSupportedVersions()) == 0 {
+		t.Fatalf("GetInfo = %v, want %s %s at %s", info, registerapi.CSIPlugin, hostpath.DefaultDriverName, csiSock)
+	}
+	// what the kubelet does next: dial the endpoint it was given
+	if ni, err := csi.NewNodeClient(dial(info.GetEndpoint())).NodeGetInfo(ctx, &csi.NodeGetInfoRequest{}); err != nil || ni.GetNodeId() != "node-1" {
+		t.Fatalf("NodeGetInfo on %s: %v, %v", info.GetEndpoint(), ni, err)
+	}
+	if _, err := kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("hostpath-csi ended after a successful registration: %v\n%s", err, out.String())
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{Error: "RegisterPlugin error -- no handler registered for plugin type: CSIPlugin"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "refused the plugin registration: RegisterPlugin error -- no handler registered") {
+			t.Fatalf("hostpath-csi after the refusal: %v, want the kubelet's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hostpath-csi still runs 30 s after the kubelet refused it\n%s", out.String())
+	}
+	for _, sock := range []string{regSock, csiSock} {
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Errorf("%s left after exit: %v", sock, err)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 // Command converge-node runs converge's node agents, one per subcommand:
-// the hostpath CSI driver (hostpath-csi), the VM agent (vm: the
-// virt-handler and virt-launcher roles on libvirt), the CNI plugin
-// installer (cni-install) and bridge-marker. Each agent lives in its own
+// the hostpath CSI driver (hostpath-csi, which also registers with the
+// kubelet), the VM agent (vm: the virt-handler and virt-launcher roles on
+// libvirt) and the libvirtd it talks to (libvirtd), the CNI plugin
+// installer (cni-install), bridge-marker and the CDI importer
+// (cdi-importer, import). Each agent lives in its own
 // package under nodeplane/; this command only parses flags and starts it.
 package main
 
@@ -22,7 +24,7 @@ var subcommands []func() *cobra.Command
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "converge-node",
-		Short:         "converge's node agents: hostpath CSI driver, VM agent, CNI install, bridge-marker",
+		Short:         "converge's node agents: hostpath CSI driver, VM agent and its libvirtd, CNI install, bridge-marker, CDI importer",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +35,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
+	"github.com/converge-dev/converge/nodeplane/vm/kvmprobe"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -60,6 +63,8 @@ type vmFlags struct {
 	cniHostNS   string
 	consoleBind string
 	consoleAdv  string
+	probeTime   time.Duration
+	connectWait time.Duration
 }
 
 func newVMCommand() *cobra.Command {
@@ -68,7 +73,6 @@ func newVMCommand() *cobra.Command {
 		nodeName:    host,
 		libvirtURI:  "qemu:///system",
 		stateDir:    "/var/lib/converge/vm",
-		domainType:  "qemu",
 		emulator:    "/usr/bin/qemu-system-x86_64",
 		machineType: "q35",
 		resync:      30 * time.Second,
@@ -76,6 +80,8 @@ func newVMCommand() *cobra.Command {
 		heartbeat:   agent.DefaultNodeOptions("").Interval,
 		cniBinDir:   netattach.DefaultOptions().BinDirs[0],
 		consoleBind: console.DefaultOptions("").BindAddress,
+		probeTime:   kvmprobe.DefaultGuestOptions().Timeout,
+		connectWait: 2 * time.Minute,
 	}
 	cmd := &cobra.Command{
 		Use:   "vm",
@@ -113,10 +119,18 @@ address and its certificate's SHA-256 on the Node.
 
 Stopping the command leaves the domains running, as a virt-handler restart
 does; a new run adopts them. When libvirtd restarts, the agent reconnects.
+At start it waits up to --libvirt-connect-timeout for libvirtd (the
+converge-node libvirtd container of the same pod starts beside it).
 
-The domain type is qemu (TCG) unless --domain-type says otherwise: converge
-never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
---domain-type test --emulator "" for libvirt's test driver.`,
+Without --domain-type the agent probes KVM on this node (never trusting
+/dev/kvm's mere presence): the CPU's vmx/svm flags, the kvm module behind
+/dev/kvm (kvm_pvm runs only PVM guest kernels) and a probe guest run by
+--emulator under /dev/kvm through real, protected and long mode and timer
+interrupts, killed after --kvm-probe-timeout. Domains are of type kvm only
+when all of that allows it, else qemu (TCG). The decision and its reasons go
+to the log and, with --kubeconfig, to the Node's condition converge.dev/KVM.
+Use --libvirt-uri test:///default --domain-type test --emulator "" for
+libvirt's test driver.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runVM(cmd, f) },
 	}
@@ -128,14 +142,16 @@ never picks kvm because /dev/kvm exists. Use --libvirt-uri test:///default
 	fl.StringVar(&f.reservedMem, "reserved-memory", f.reservedMem, "memory kept for the host: the node offers VMs MemTotal minus this (with --kubeconfig)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", f.heartbeat, "how often the Node registration (label, allocatable, Ready when no kubelet) is renewed (with --kubeconfig)")
 	fl.StringVar(&f.stateDir, "state-dir", f.stateDir, "the agent's directory; serial console logs go to <state-dir>/serial")
-	fl.StringVar(&f.domainType, "domain-type", f.domainType, "libvirt domain type: qemu (TCG), kvm or test")
-	fl.StringVar(&f.emulator, "emulator", f.emulator, "QEMU binary; empty leaves it to libvirt")
+	fl.StringVar(&f.domainType, "domain-type", "", "libvirt domain type: kvm, qemu (TCG) or test; empty probes KVM on this node")
+	fl.DurationVar(&f.probeTime, "kvm-probe-timeout", f.probeTime, "time the KVM probe guest gets before it is killed (and the node uses TCG)")
+	fl.DurationVar(&f.connectWait, "libvirt-connect-timeout", f.connectWait, "how long to retry the first connection to libvirtd at start")
+	fl.StringVar(&f.emulator, "emulator", f.emulator, "QEMU binary (also runs the KVM probe guest); empty leaves it to libvirt")
 	fl.StringVar(&f.machineType, "machine-type", f.machineType, "machine type when a VMI sets none")
 	fl.StringVar(&f.podBridge, "pod-bridge", "", "Linux bridge for VMI interfaces on the pod network (empty: refused)")
 	fl.StringToStringVar(&f.bridges, "network-bridge", nil, "Linux bridge per multus networkName, as name=bridge (repeatable)")
 	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable; or use --kubeconfig)")
 	fl.DurationVar(&f.resync, "resync", f.resync, "full re-read of libvirt at least this often")
-	fl.StringVar(&f.cniBinDir, "cni-bin-dir", f.cniBinDir, "directory of the CNI plugins (converge-node cni-install puts them in /opt/cni/bin)")
+	fl.StringVar(&f.cniBinDir, "cni-bin-dir", f.cniBinDir, "directory of the CNI plugins the agent runs (in the converge-node image: /opt/cni/bin; on a host, where converge-node cni-install puts them)")
 	fl.StringVar(&f.cniConfDir, "cni-conf-dir", "", "with --vmi-file: directory of NetworkAttachmentDefinition configs as <namespace>/<name>.conf (empty: no CNI networks)")
 	fl.StringVar(&f.cniCacheDir, "cni-cache-dir", "", "libcni's cache of attachments, for DEL after a crash (default <state-dir>/cni)")
 	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
@@ -167,15 +183,28 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		vmis = append(vmis, v...)
 	}
 	var reserved resource.Quantity
+	var cfg *rest.Config
 	if api {
 		q, err := resource.ParseQuantity(f.reservedMem)
 		if err != nil || q.Sign() < 0 {
 			return fmt.Errorf("--reserved-memory %q: expected a non-negative quantity such as 512Mi", f.reservedMem)
 		}
 		reserved = q
+		if f.inCluster {
+			if cfg, err = rest.InClusterConfig(); err != nil {
+				return fmt.Errorf("--in-cluster: %w", err)
+			}
+		} else if cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
+		}
+	}
+	switch f.domainType {
+	case "", kvmprobe.DomainTypeKVM, kvmprobe.DomainTypeQEMU, "test":
+	default:
+		return fmt.Errorf("--domain-type %q: expected kvm, qemu, test or empty (probe KVM)", f.domainType)
 	}
 	opts := agent.DefaultOptions(f.nodeName)
-	opts.Domain.DomainType, opts.Domain.Emulator, opts.Domain.MachineType = f.domainType, f.emulator, f.machineType
+	opts.Domain.Emulator, opts.Domain.MachineType = f.emulator, f.machineType
 	if f.stateDir != "" && f.domainType != "test" {
 		dir := filepath.Join(f.stateDir, "serial")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -184,20 +213,26 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		opts.Domain.SerialLogDir = dir
 	}
 	opts.Domain.ResolveBridge = bridgeResolver(f.podBridge, f.bridges)
-	zl, err := zap.NewProduction()
-	if err != nil {
-		return err
-	}
+	// JSON lines on the command's error stream (stderr)
+	errOut := zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr()))
+	zl := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), errOut, zap.InfoLevel),
+		zap.ErrorOutput(errOut), zap.AddCaller())
 	defer func() { _ = zl.Sync() }()
 	opts.Log = zapr.NewLogger(zl).WithName("vm")
 
-	conn, err := libvirt.Connect(f.libvirtURI)
+	// The probe (seconds at most) runs while libvirtd may still be starting.
+	probed := make(chan kvmprobe.Result, 1)
+	go func() { probed <- decideDomainType(cmd.Context(), f) }()
+	conn, err := connectLibvirt(cmd.Context(), f.libvirtURI, f.connectWait, opts.Log)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	kvm := <-probed
+	opts.Domain.DomainType = kvm.DomainType
+	opts.Log.Info("domain type", "type", kvm.DomainType, "reason", kvm.Reason, "decidedBy", kvm.DecidedBy, "message", kvm.Message)
 	if api {
-		return runVMFromAPI(cmd.Context(), f, reserved, conn, opts)
+		return runVMFromAPI(cmd.Context(), f, cfg, reserved, conn, opts, kvm)
 	}
 	if f.cniConfDir != "" {
 		if opts.Networks, err = vmNetworks(f, netattach.DirSource{Dir: f.cniConfDir}); err != nil {
@@ -211,19 +246,10 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
 // API server of f.kubeconfig (or the in-cluster config) until ctx ends.
-func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options) error {
+func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options, kvm kvmprobe.Result) error {
 	// controller-runtime's and client-go's own log lines (cache, reflector)
 	// go to the agent's logger.
 	ctrllog.SetLogger(opts.Log.WithName("runtime"))
-	var cfg *rest.Config
-	var err error
-	if f.inCluster {
-		if cfg, err = rest.InClusterConfig(); err != nil {
-			return fmt.Errorf("--in-cluster: %w", err)
-		}
-	} else if cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
-		return fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
-	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -239,12 +265,16 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, c
 	}
 	nopts := agent.DefaultNodeOptions(f.nodeName)
 	nopts.ReservedMemory, nopts.Interval = reserved, f.heartbeat
+	nopts.Conditions = []corev1.NodeCondition{kvm.Condition(time.Now())}
 	if err := agent.RegisterNode(ctx, src.Client(), nopts); err != nil {
 		return err
 	}
 	opts.Log.Info("node registered", "node", f.nodeName, "api", cfg.Host)
 	go agent.KeepNodeRegistered(ctx, src.Client(), nopts, func(err error) { opts.Log.Error(err, "node heartbeat") })
 	if err := src.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
 	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
@@ -270,6 +300,46 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, reserved resource.Quantity, c
 		return cerr
 	default:
 		return err
+	}
+}
+
+// decideDomainType gives --domain-type when set, else the KVM probe's
+// decision (package kvmprobe) with --emulator and --kvm-probe-timeout.
+func decideDomainType(ctx context.Context, f *vmFlags) kvmprobe.Result {
+	if f.domainType != "" {
+		return kvmprobe.Chosen(f.domainType)
+	}
+	o := kvmprobe.DefaultOptions()
+	if f.emulator != "" {
+		o.Guest.QEMU = f.emulator
+	}
+	o.Guest.Timeout = f.probeTime
+	return kvmprobe.Probe(ctx, o)
+}
+
+// connectLibvirt connects to uri, retrying every second for up to wait
+// (libvirtd may still be starting in the pod's other container), logging
+// a failure every 10 s.
+func connectLibvirt(ctx context.Context, uri string, wait time.Duration, log logr.Logger) (*libvirt.Conn, error) {
+	deadline := time.Now().Add(wait)
+	var lastLog time.Time
+	for {
+		conn, err := libvirt.Connect(uri)
+		if err == nil {
+			return conn, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (retried for %s: --libvirt-connect-timeout)", err, wait)
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			log.Info("waiting for libvirtd", "uri", uri, "error", err.Error())
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("libvirt %s: %w", uri, ctx.Err())
+		case <-time.After(time.Second):
+		}
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
+	"github.com/converge-dev/converge/nodeplane/vm/kvmprobe"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
 )
 
@@ -183,6 +184,9 @@ func TestVMCommandAPI(t *testing.T) {
 	if n.Annotations[v1alpha1.AllocatableAnnotation] == "" {
 		t.Errorf("Node n1 has no %s annotation", v1alpha1.AllocatableAnnotation)
 	}
+	if c := nodeCondition(n, v1alpha1.KVMCondition); c == nil || c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.KVMReasonDomainTypeSet {
+		t.Errorf("Node n1 condition %s = %+v, want False %s (--domain-type test)", v1alpha1.KVMCondition, c, v1alpha1.KVMReasonDomainTypeSet)
+	}
 	// The console server publishes where it listens and its certificate.
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		alive()
@@ -225,4 +229,78 @@ func TestVMCommandAPI(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("converge-node vm after cancel: %v", err)
 	}
+}
+
+func nodeCondition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == typ {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestVMCommandProbesKVM runs converge-node vm --kubeconfig without
+// --domain-type: the agent probes KVM (package kvmprobe), logs the domain
+// type with its reasons and publishes the Node condition converge.dev/KVM
+// carrying the same decision as the probe run here. On the machines this
+// project runs on (/dev/kvm from kvm_pvm) that is False, KVMIsPVM.
+func TestVMCommandProbesKVM(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard())
+	want := kvmprobe.Probe(context.Background(), probeOptions(t))
+	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	crdtest.Install(t, c, "virtualmachineinstances")
+	node, err := libvirt.EmptyTestNode(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &safebuffer.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(ctx, out, "vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", node,
+			"--kvm-probe-timeout", "3s", "--state-dir", dir, "--reserved-memory", "1Mi", "--console-bind-address", "")
+	}()
+	n := &corev1.Node{}
+	var cond *corev1.NodeCondition
+	controlplane.Eventually(t, 60*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("converge-node vm ended early: %v\n%s", err, out.String())
+		default:
+		}
+		if c.Get(ctx, client.ObjectKey{Name: "n1"}, n) != nil {
+			return false
+		}
+		cond = nodeCondition(n, v1alpha1.KVMCondition)
+		return cond != nil
+	})
+	wantStatus := corev1.ConditionFalse
+	if want.DomainType == kvmprobe.DomainTypeKVM {
+		wantStatus = corev1.ConditionTrue
+	}
+	if cond.Status != wantStatus || cond.Reason != want.Reason {
+		t.Errorf("condition %s = %s %s %q, want %s %s (the probe here: %s)", cond.Type, cond.Status, cond.Reason, cond.Message, wantStatus, want.Reason, want.Message)
+	}
+	t.Logf("Node n1 %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+	if !strings.Contains(out.String(), `"msg":"domain type","type":"`+want.DomainType+`","reason":"`+want.Reason+`"`) {
+		t.Errorf("no domain type log line for %s %s in:\n%s", want.DomainType, want.Reason, out.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("converge-node vm after cancel: %v", err)
+	}
+}
+
+// probeOptions are the probe's defaults with a 3 s guest timeout.
+func probeOptions(t *testing.T) kvmprobe.Options {
+	o := kvmprobe.DefaultOptions()
+	o.Guest.Timeout, o.Guest.Dir = 3*time.Second, t.TempDir()
+	return o
 }

@@ -119,8 +119,9 @@ var nodeLibraries = []string{
 	"github.com/container-storage-interface/spec",
 }
 
-// testSupport is what no shipped binary may link.
-var testSupport = []string{"internal/testing", "internal/e2e", "internal/bench", "internal/layout"}
+// testSupport is what no shipped binary may link: test support, the
+// end-to-end tests, benchmarks and layout checks, and the image builder.
+var testSupport = []string{"internal/testing", "internal/e2e", "internal/bench", "internal/layout", "internal/images"}
 
 func TestBinariesLink(t *testing.T) {
 	pkgs := listPackages(t)
@@ -187,7 +188,8 @@ func TestImportDirection(t *testing.T) {
 // package named *test in an internal/ directory beside the tests it
 // serves, such as operators/virt/virtcontroller/internal/virttest) is
 // linked only by tests, the benchmarks, the end-to-end tests, this
-// package and the demo, never by a package a binary ships.
+// package and the hack/ programs (the demo, the local cluster), never by a
+// package a binary ships.
 func TestTestSupportStaysInTests(t *testing.T) {
 	pkgs := listPackages(t)
 	support := func(p string) bool {
@@ -199,7 +201,7 @@ func TestTestSupportStaysInTests(t *testing.T) {
 			n++
 			continue
 		}
-		if under(p.path, append([]string{"hack/demo"}, testSupport...)...) {
+		if under(p.path, append([]string{"hack"}, testSupport...)...) {
 			continue
 		}
 		for _, d := range p.deps {

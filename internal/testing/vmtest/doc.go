@@ -1,8 +1,9 @@
 // Package vmtest holds what the VM tests on a real libvirtd and QEMU (TCG)
 // share (the end-to-end tests in internal/e2e, the NIC tests of
 // nodeplane/network/netattach): StartLibvirt runs virtlogd and
-// libvirtd for one test (libvirtd inside a network namespace of the
-// test), BuildGuest builds the Debian guest of hack/guest, and BuildBinary
+// libvirtd for one test through the product's supervisor
+// (nodeplane/vm/libvirtd: converge's configuration, directories of the
+// test's own, inside a network namespace of the test), BuildGuest builds the Debian guest of hack/guest, and BuildBinary
 // builds converge-node. The tests run as root only; they skip otherwise,
 // and fail instead when CONVERGE_REQUIRE_NODEPLANE=1 (CI) and something is
 // missing. Setup recipe and pitfalls: shared notes, nodeplane.md §3 and §7.

@@ -1,48 +1,44 @@
 package vmtest
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/converge-dev/converge/nodeplane/vm/libvirtd"
 )
 
-// SystemURI is the libvirt URI of the system daemon StartLibvirt runs.
-const SystemURI = "qemu:///system"
-
-// virtlogdSocket is where libvirtd looks for virtlogd in privileged mode.
-const virtlogdSocket = "/run/libvirt/virtlogd-sock"
-
-// qemuConf must make QEMU run as root, so that it reads kernels and writes
-// logs anywhere without libvirt relabelling (chown-ing) the test's files.
-const qemuConf = "/etc/libvirt/qemu.conf"
-
-var rootUser = regexp.MustCompile(`(?m)^\s*user\s*=\s*"root"`)
-
-// Libvirt is a libvirtd (with its virtlogd) serving SystemURI for a test.
+// Libvirt is a libvirtd (with its virtlogd) run for one test by the
+// product's supervisor (nodeplane/vm/libvirtd, what `converge-node
+// libvirtd` runs in the VM agent's DaemonSet), with directories of its
+// own: it never touches the host's /run/libvirt, /etc/libvirt or
+// /var/lib/libvirt, so it runs beside any other libvirtd.
 type Libvirt struct {
-	// URI is SystemURI.
+	// URI is the daemon's libvirt URI: qemu:///system with
+	// ?socket=<the test's socket directory>/libvirt-sock.
 	URI string
 	// Netns is the network namespace libvirtd (and so every QEMU and tap
-	// it creates) runs in; empty when an already running daemon is used.
+	// it creates) runs in.
 	Netns string
-	// Dir holds the daemons' logs.
+	// Dir holds the daemons' output (daemons.log) and their directories.
 	Dir string
-	// Started is false when a daemon already answered and was reused (it
-	// is then left running).
+	// Started is true: the daemon is always the test's own (a daemon
+	// already running on the host is neither used nor disturbed).
 	Started bool
+
+	opts    libvirtd.Options
+	daemons *libvirtd.Daemons
 }
 
 // lockPath serialises the end-to-end tests of every test process on this
-// host: they share qemu:///system, so two at once would reuse, restart or
-// stop each other's libvirtd.
+// host: each boots TCG guests, and two at once on 2 cores make both slow
+// enough to time out.
 const lockPath = "/run/converge-e2e.lock"
 
 // lockHost takes an exclusive flock on lockPath, released when t's
@@ -64,37 +60,31 @@ func lockHost(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 }
 
-// StartLibvirt checks the setup (root, the libvirt and QEMU binaries, the
-// libvirt-qemu user, user = "root" in /etc/libvirt/qemu.conf), then starts
-// virtlogd and, inside a new network namespace, libvirtd, and waits until
-// SystemURI answers (about 8 s while libvirt's QEMU capability cache is
-// empty, under 1 s after). Both are stopped by PID in t.Cleanup, after the
-// cleanups registered later (so a test's domain cleanup runs first). A
-// daemon that already answers is reused and left alone. It holds the host
-// lock (lockPath) for the rest of t, so concurrent test processes take
-// their turns.
+// StartLibvirt checks the setup (root, virsh, ip, qemu-system-x86_64,
+// and what libvirtd.Check requires: the daemons and the libvirt-qemu
+// user), creates a network namespace for the test, starts virtlogd and
+// libvirtd there with libvirtd.Start (converge's configuration, the
+// test's own directories) and waits until URI answers (about 8 s while
+// libvirt's QEMU capability cache is empty, under 1 s after). Both are
+// stopped in t.Cleanup, after the cleanups registered later (so a test's
+// domain cleanup runs first), and the namespace is deleted. It holds the
+// host lock (lockPath) for the rest of t, so concurrent test processes
+// take their turns.
 func StartLibvirt(t *testing.T) *Libvirt {
 	t.Helper()
 	Require(t, os.Geteuid() == 0, "the libvirt end-to-end tests run as root (libvirtd, network namespaces)")
-	for _, bin := range []string{"libvirtd", "virtlogd", "virsh", "qemu-system-x86_64", "ip"} {
+	for _, bin := range []string{"virsh", "qemu-system-x86_64", "ip"} {
 		_, err := exec.LookPath(bin)
 		Require(t, err == nil, "%s not found: apt-get install -y --no-install-recommends libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils iproute2", bin)
 	}
-	_, err := user.Lookup("libvirt-qemu")
-	Require(t, err == nil, "user libvirt-qemu missing (libvirtd refuses to start): groupadd -r libvirt-qemu && useradd -r -g libvirt-qemu -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu")
-	conf, err := os.ReadFile(qemuConf)
-	Require(t, err == nil && rootUser.Match(conf), "%s must say user = \"root\" and group = \"root\": printf 'user = \"root\"\\ngroup = \"root\"\\n' > %s", qemuConf, qemuConf)
-
 	lockHost(t)
-	l := &Libvirt{URI: SystemURI, Dir: t.TempDir()}
-	if _, err := l.Virsh("version"); err == nil {
-		t.Logf("libvirtd: %s already answers; using it and leaving it running", SystemURI)
-		return l
-	}
-	l.Started = true
-	if !answers(virtlogdSocket) {
-		startDaemon(t, l.Dir, "virtlogd")
-	}
+	dir := t.TempDir()
+	o := libvirtd.DefaultOptions()
+	o.RunDir, o.SocketDir = filepath.Join(dir, "run"), filepath.Join(dir, "sock")
+	o.StateDir, o.LogDir = filepath.Join(dir, "state"), filepath.Join(dir, "log")
+	err := libvirtd.Check(o)
+	Require(t, err == nil, "%v", err)
+	l := &Libvirt{URI: o.URI(), Dir: dir, Started: true}
 	l.Netns = fmt.Sprintf("converge-e2e-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", l.Netns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", l.Netns, err, out)
@@ -104,55 +94,51 @@ func StartLibvirt(t *testing.T) *Libvirt {
 			t.Errorf("ip netns del %s: %v: %s", l.Netns, err, out)
 		}
 	})
-	daemon := startDaemon(t, l.Dir, "ip", "netns", "exec", l.Netns, "libvirtd")
+	o.Netns = filepath.Join("/run/netns", l.Netns)
+	l.opts = o
 	start := time.Now()
-	for {
-		if _, err := l.Virsh("version"); err == nil {
-			break
-		}
-		select {
-		case <-daemon:
-			t.Fatalf("libvirtd exited while starting; %s:\n%s", filepath.Join(l.Dir, "libvirtd.log"), tail(filepath.Join(l.Dir, "libvirtd.log")))
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Since(start) > 90*time.Second {
-			t.Fatalf("libvirtd: %s did not answer within 90 s; log:\n%s", SystemURI, tail(filepath.Join(l.Dir, "libvirtd.log")))
-		}
-	}
-	t.Logf("libvirtd: %s answers after %s (netns %s)", SystemURI, time.Since(start).Round(time.Millisecond), l.Netns)
+	l.start(t)
+	t.Logf("libvirtd: %s answers after %s (netns %s)", l.URI, time.Since(start).Round(time.Millisecond), l.Netns)
 	return l
 }
 
-// startDaemon runs argv in the foreground of a child process logging to
-// dir/<name>.log, where name is argv's last word, and stops it in
-// t.Cleanup: SIGTERM, then SIGKILL after 15 s. The channel is closed when
-// the process exits.
-func startDaemon(t *testing.T, dir string, argv ...string) <-chan struct{} {
+// start runs the daemons, stopped in t.Cleanup, and waits until URI
+// answers virsh.
+func (l *Libvirt) start(t *testing.T) {
 	t.Helper()
-	name := argv[len(argv)-1]
-	log, err := os.Create(filepath.Join(dir, name+".log"))
+	logPath := filepath.Join(l.Dir, "daemons.log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", strings.Join(argv, " "), err)
+	o := l.opts
+	o.Output = log
+	d, err := libvirtd.Start(context.Background(), o)
+	if err != nil {
+		log.Close()
+		t.Fatalf("starting libvirtd: %v; %s:\n%s", err, logPath, tail(logPath))
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); _ = log.Close(); close(exited) }()
+	l.daemons = d
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Errorf("%s (pid %d) ignored SIGTERM for 15 s; killing it", name, cmd.Process.Pid)
-			_ = cmd.Process.Kill()
-			<-exited
+		if err := d.Stop(); err != nil {
+			t.Errorf("stopping libvirtd: %v", err)
 		}
+		log.Close()
 	})
-	return exited
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, err := l.Virsh("version"); err == nil {
+			return
+		}
+		select {
+		case <-d.Died():
+			t.Fatalf("%v while starting; %s:\n%s", d.Err(), logPath, tail(logPath))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("libvirtd: %s did not answer within 90 s; %s:\n%s", l.URI, logPath, tail(logPath))
+		}
+	}
 }
 
 // Virsh runs virsh against l.URI and gives its standard output; the error
@@ -182,10 +168,11 @@ func (l *Libvirt) Domains(t testing.TB) []string {
 // leftovers of an earlier run and for t.Cleanup; errors are the test's.
 func (l *Libvirt) RemoveDomain(t testing.TB, name string) {
 	t.Helper()
-	if _, err := l.Virsh("domstate", name); err != nil {
+	out, err := l.Virsh("domstate", name)
+	if err != nil {
 		return // no such domain
 	}
-	if out, err := l.Virsh("domstate", name); err == nil && strings.TrimSpace(out) != "shut off" {
+	if strings.TrimSpace(out) != "shut off" {
 		if _, err := l.Virsh("destroy", name); err != nil {
 			t.Errorf("removing domain %s: %v", name, err)
 		}
@@ -193,16 +180,6 @@ func (l *Libvirt) RemoveDomain(t testing.TB, name string) {
 	if _, err := l.Virsh("undefine", name, "--nvram"); err != nil {
 		t.Errorf("removing domain %s: %v", name, err)
 	}
-}
-
-// answers reports whether a unix socket accepts connections.
-func answers(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
-	}
-	_ = c.Close()
-	return true
 }
 
 // tail gives the last 4 KiB of a file, for failure messages.

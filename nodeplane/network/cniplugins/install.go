@@ -38,12 +38,22 @@ type InstallOptions struct {
 	Timeout time.Duration
 }
 
-// DefaultInstallOptions gives Source bin/cni next to the running
-// executable, Dest /opt/cni/bin, DefaultPlugins and a 10 s timeout.
+// ImageSource is where the converge-node image holds the plugins.
+const ImageSource = "/opt/cni/bin"
+
+// DefaultInstallOptions gives Source cni next to the running executable
+// when that directory exists (bin/converge-node beside bin/cni in a
+// checkout), else ImageSource (the image: /usr/bin/converge-node with the
+// plugins in /opt/cni/bin); Dest /opt/cni/bin, DefaultPlugins and a 10 s
+// timeout. In the image Source and Dest are then the same directory,
+// which Install refuses: mount the host's CNI bin directory elsewhere
+// (/host/opt/cni/bin) and pass it as Dest.
 func DefaultInstallOptions() InstallOptions {
-	src := "bin/cni"
+	src := ImageSource
 	if exe, err := os.Executable(); err == nil {
-		src = filepath.Join(filepath.Dir(exe), "cni")
+		if st, err := os.Stat(filepath.Join(filepath.Dir(exe), "cni")); err == nil && st.IsDir() {
+			src = filepath.Join(filepath.Dir(exe), "cni")
+		}
 	}
 	return InstallOptions{Source: src, Dest: "/opt/cni/bin", Plugins: DefaultPlugins, Timeout: 10 * time.Second}
 }
@@ -79,6 +89,9 @@ func Install(ctx context.Context, o InstallOptions) ([]PluginResult, error) {
 	if len(o.Plugins) == 0 {
 		o.Plugins = DefaultPlugins
 	}
+	if sameDir(o.Source, o.Dest) {
+		return nil, fmt.Errorf("source %s and destination %s are the same directory, nothing installed: in a container, mount the host's CNI bin directory elsewhere (such as /host/opt/cni/bin) and pass it as the destination", o.Source, o.Dest)
+	}
 	results := make([]PluginResult, len(o.Plugins))
 	for i, name := range o.Plugins {
 		src := filepath.Join(o.Source, name)
@@ -104,6 +117,17 @@ func Install(ctx context.Context, o InstallOptions) ([]PluginResult, error) {
 		r.Installed = true
 	}
 	return results, nil
+}
+
+// sameDir reports whether a and b are the same existing directory (or
+// the same path).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // replace writes src's content over dst atomically.

@@ -138,6 +138,19 @@ func TestInstall(t *testing.T) {
 		first = now
 	})
 
+	t.Run("source and dest the same directory are refused", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "bin")
+		if err := os.Symlink(dest, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []string{dest, link} {
+			_, err := cniplugins.Install(ctx, cniplugins.InstallOptions{Source: src, Dest: dest})
+			if err == nil || !strings.Contains(err.Error(), "are the same directory, nothing installed") {
+				t.Errorf("Install from %s into %s: %v, want a refusal", src, dest, err)
+			}
+		}
+	})
+
 	t.Run("a broken source is refused without touching dest", func(t *testing.T) {
 		for _, c := range []struct {
 			name   string
@@ -176,4 +189,13 @@ func TestInstall(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestDefaultInstallOptions: the running test binary has no cni
+// directory beside it, so the source is the image's /opt/cni/bin.
+func TestDefaultInstallOptions(t *testing.T) {
+	o := cniplugins.DefaultInstallOptions()
+	if o.Source != cniplugins.ImageSource || o.Dest != "/opt/cni/bin" {
+		t.Errorf("DefaultInstallOptions = %+v, want source %s (no cni beside the executable) and dest /opt/cni/bin", o, cniplugins.ImageSource)
+	}
 }

@@ -43,6 +43,12 @@ type NodeOptions struct {
 	Interval time.Duration
 	// Now is the clock of the heartbeat annotation.
 	Now func() time.Time
+	// Conditions are the Node conditions the agent owns (the KVM probe's
+	// v1alpha1.KVMCondition). RegisterNode writes each one that is absent
+	// or differs in status, reason or message, with both times now (the
+	// transition time kept when the status is unchanged), leaving every
+	// other condition alone.
+	Conditions []corev1.NodeCondition
 }
 
 // DefaultNodeOptions gives the options for node name: 256 MiB reserved,
@@ -119,7 +125,8 @@ func memTotal(path string) (int64, error) {
 // taints set by others are kept. On a Node no kubelet runs (status.nodeInfo
 // has no kubeletVersion) the agent also stands in for the kubelet's
 // readiness: condition Ready=True with a fresh heartbeat, and no
-// NotReadyTaint (see standInForKubelet). Errors name the Node.
+// NotReadyTaint (see standInForKubelet). It writes opts.Conditions as
+// writeConditions says. Errors name the Node.
 func RegisterNode(ctx context.Context, c client.Client, opts NodeOptions) error {
 	alloc, err := HostAllocatable(opts)
 	if err != nil {
@@ -153,10 +160,50 @@ func RegisterNode(ctx context.Context, c client.Client, opts NodeOptions) error 
 	if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("Node %s: writing label %s and annotation %s: %w", opts.Name, v1alpha1.AgentLabel, v1alpha1.AllocatableAnnotation, err)
 	}
+	if err := writeConditions(ctx, c, node, opts.Conditions, now()); err != nil {
+		return err
+	}
 	if node.Status.NodeInfo.KubeletVersion != "" {
 		return nil // a kubelet owns the Node's readiness
 	}
 	return standInForKubelet(ctx, c, opts.Name, now())
+}
+
+// writeConditions writes the conditions of want that node (as last read)
+// lacks or has with another status, reason or message, in one strategic
+// merge patch of the status (conditions merge by type, so the kubelet's
+// and others' stay).
+func writeConditions(ctx context.Context, c client.Client, node *corev1.Node, want []corev1.NodeCondition, now time.Time) error {
+	var changed []corev1.NodeCondition
+	for _, w := range want {
+		t := metav1.NewTime(now)
+		w.LastHeartbeatTime, w.LastTransitionTime = t, t
+		for _, have := range node.Status.Conditions {
+			if have.Type != w.Type {
+				continue
+			}
+			if have.Status == w.Status {
+				if have.Reason == w.Reason && have.Message == w.Message {
+					w.Type = "" // unchanged
+				}
+				w.LastTransitionTime = have.LastTransitionTime
+			}
+		}
+		if w.Type != "" {
+			changed = append(changed, w)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": changed}})
+	if err != nil {
+		return err
+	}
+	if err := c.Status().Patch(ctx, node, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		return fmt.Errorf("Node %s: writing condition %s: %w", node.Name, changed[0].Type, err)
+	}
+	return nil
 }
 
 // NotReadyTaint is the taint the API server's TaintNodesByCondition
@@ -179,7 +226,8 @@ func standInForKubelet(ctx context.Context, c client.Client, name string, now ti
 	if err != nil {
 		return err
 	}
-	if err := c.Status().Patch(ctx, node, client.RawPatch(types.MergePatchType, status)); err != nil {
+	// strategic: conditions merge by type, so the agent's others stay
+	if err := c.Status().Patch(ctx, node, client.RawPatch(types.StrategicMergePatchType, status)); err != nil {
 		return fmt.Errorf("Node %s: writing condition Ready (no kubelet): %w", name, err)
 	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -81,6 +81,8 @@ func TestRegisterNode(t *testing.T) {
 	opts.CPUs = 2
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	opts.Now = func() time.Time { return t0 }
+	kvm := corev1.NodeCondition{Type: v1alpha1.KVMCondition, Status: corev1.ConditionFalse, Reason: v1alpha1.KVMReasonPVM, Message: "VMs run under TCG: kvm_pvm"}
+	opts.Conditions = []corev1.NodeCondition{kvm}
 	if err := agent.RegisterNode(ctx, e.c, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +110,10 @@ func TestRegisterNode(t *testing.T) {
 			t.Errorf("taint %v still on the Node", taint)
 		}
 	}
-	if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != corev1.NodeReady || n.Status.Conditions[0].Status != corev1.ConditionTrue {
-		t.Errorf("node conditions %+v, want Ready=True", n.Status.Conditions)
+	if c := condition(n, corev1.NodeReady); c == nil || c.Status != corev1.ConditionTrue || len(n.Status.Conditions) != 2 {
+		t.Errorf("node conditions %+v, want Ready=True and %s", n.Status.Conditions, v1alpha1.KVMCondition)
 	}
+	checkKVM(t, n, corev1.ConditionFalse, kvm.Message, t0, t0)
 	// someone else's label and taint survive; the heartbeat moves
 	n.Labels["team"] = "a"
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "team", Value: "a", Effect: corev1.TaintEffectNoSchedule})
@@ -133,6 +136,29 @@ func TestRegisterNode(t *testing.T) {
 	if got := n.Annotations[kubevirtv1.VirtHandlerHeartbeat]; got != "2026-01-02T03:05:05Z" {
 		t.Errorf("heartbeat after re-registration %q", got)
 	}
+	// the stand-in Ready kept the agent's condition, which was not
+	// rewritten (unchanged)
+	if c := condition(n, corev1.NodeReady); c == nil || !c.LastHeartbeatTime.Time.Equal(t0) {
+		t.Errorf("Ready after re-registration %+v, want a heartbeat of %s", c, t0)
+	}
+	first := t0.Add(-time.Minute)
+	checkKVM(t, n, corev1.ConditionFalse, kvm.Message, first, first)
+	// a new message: rewritten, transition time kept; a new status: both move
+	for _, step := range []struct {
+		status     corev1.ConditionStatus
+		message    string
+		transition time.Time
+	}{{corev1.ConditionFalse, "VMs run under TCG: no /dev/kvm", first}, {corev1.ConditionTrue, "VMs run under KVM", t0.Add(2 * time.Minute)}} {
+		t0 = t0.Add(time.Minute)
+		opts.Conditions[0].Status, opts.Conditions[0].Message = step.status, step.message
+		if err := agent.RegisterNode(ctx, e.c, opts); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Get(ctx, types.NamespacedName{Name: "reg-node"}, n); err != nil {
+			t.Fatal(err)
+		}
+		checkKVM(t, n, step.status, step.message, t0, step.transition)
+	}
 
 	// a bad meminfo is refused before anything is written
 	opts.Name, opts.MeminfoPath = "other-node", filepath.Join(t.TempDir(), "none")
@@ -141,5 +167,30 @@ func TestRegisterNode(t *testing.T) {
 	}
 	if err := e.c.Get(ctx, types.NamespacedName{Name: "other-node"}, &corev1.Node{}); err == nil {
 		t.Errorf("Node other-node created although its registration failed")
+	}
+}
+
+func condition(n *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == typ {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// checkKVM checks the agent's KVM condition on n: status, message, the
+// heartbeat of its last write and its transition time.
+func checkKVM(t *testing.T, n *corev1.Node, status corev1.ConditionStatus, message string, heartbeat, transition time.Time) {
+	t.Helper()
+	c := condition(n, v1alpha1.KVMCondition)
+	if c == nil {
+		t.Fatalf("no condition %s in %+v", v1alpha1.KVMCondition, n.Status.Conditions)
+	}
+	if c.Status != status || c.Message != message || c.Reason != v1alpha1.KVMReasonPVM {
+		t.Errorf("condition %s = %s %s %q, want %s %s %q", c.Type, c.Status, c.Reason, c.Message, status, v1alpha1.KVMReasonPVM, message)
+	}
+	if !c.LastHeartbeatTime.Time.Equal(heartbeat) || !c.LastTransitionTime.Time.Equal(transition) {
+		t.Errorf("condition %s times: heartbeat %s transition %s, want %s and %s", c.Type, c.LastHeartbeatTime, c.LastTransitionTime, heartbeat, transition)
 	}
 }

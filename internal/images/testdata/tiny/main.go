@@ -1,0 +1,4 @@
+// Command tiny is an empty program whose build information TestBinaryVersion reads.
+package main
+
+func main() {}
