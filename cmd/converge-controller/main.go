@@ -285,7 +285,7 @@ func run() error {
 	}
 	switch {
 	case vmValidation && webhooks != nil:
-		if err := webhooks.Register(vmadmission.Webhook()); err != nil {
+		if err := webhooks.Register(vmadmission.Webhook(vmadmission.Options{})); err != nil {
 			return err
 		}
 	case vmValidation:

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,10 +16,10 @@ import (
 type RoleInputs struct {
 	// Namespace is where the namespaced objects go: the CR's own namespace
 	// for a namespaced CR, the operator's for a cluster-scoped one.
-	Namespace string
+	Namespace string `json:"namespace"`
 	// Images are the image references the roles run, by name; "node" (the
 	// converge-node image) is required.
-	Images map[string]string
+	Images map[string]string `json:"images"`
 }
 
 // Roles is what a native operator derives from one operand CR.
@@ -63,7 +64,13 @@ func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs
 		return nil, fmt.Errorf("no roles for kind %s (components/graph.cue Roles)", kind)
 	}
 	what := kind + " " + crName(cr)
-	v := def.FillPath(cue.ParsePath("cr"), e.ctx.Encode(roleInput(cr))).
+	// Through JSON text, so that a YAML-decoded 10 (a float64) is the CUE
+	// integer 10 that the definitions' int fields accept.
+	b, err := json.Marshal(roleInput(cr))
+	if err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", what, err)
+	}
+	v := def.FillPath(cue.ParsePath("cr"), e.ctx.CompileBytes(b, cue.Filename(what))).
 		FillPath(cue.ParsePath("namespace"), in.Namespace).
 		FillPath(cue.ParsePath("images"), e.ctx.Encode(in.Images))
 	if err := v.LookupPath(cue.ParsePath("cr")).Validate(); err != nil {

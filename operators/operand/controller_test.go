@@ -89,9 +89,10 @@ func env(t *testing.T) (*controlplane.Env, client.Client, *runtime.Scheme) {
 	return e, c, scheme
 }
 
-// run starts a manager with the test operator and gives its gates and a
-// channel that receives what the manager returned.
-func run(t *testing.T, e *controlplane.Env, scheme *runtime.Scheme, engine *graph.Engine) (*operand.Gates, <-chan error) {
+// run starts a manager with the test operator (made a Singleton when
+// singleton) and gives its gates and a channel that receives what the
+// manager returned.
+func run(t *testing.T, e *controlplane.Env, scheme *runtime.Scheme, engine *graph.Engine, singleton ...bool) (*operand.Gates, <-chan error) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
@@ -100,7 +101,9 @@ func run(t *testing.T, e *controlplane.Env, scheme *runtime.Scheme, engine *grap
 	o := operand.DefaultOptions()
 	o.Images = map[string]string{"node": "registry.local/converge-node:test"}
 	o.Version, o.Poll, o.WaitTimeout, o.SkipNameValidation = "v-test", 200*time.Millisecond, 30*time.Second, true
-	gates, err := operand.Setup(mgr, engine, testOperator(), o)
+	op := testOperator()
+	op.Singleton = len(singleton) > 0 && singleton[0]
+	gates, err := operand.Setup(mgr, engine, op, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +337,57 @@ func TestOperatorLeavesExternalCRs(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("the manager still runs after the last native KubeVirt went external")
+	}
+}
+
+// TestOperatorSingleton: of two native CRs of a singleton kind the older
+// is deployed; the other reads Degraded ExistingDeployment naming it, and
+// is deployed once the first is gone.
+func TestOperatorSingleton(t *testing.T) {
+	e, c, scheme := env(t)
+	engine, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, e, scheme, engine, true)
+	ctx := context.Background()
+	first := kubeVirt(map[string]any{"kubernetes.io/os": "linux"})
+	if err := c.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	waitCR(t, c, "deployed", func(u *unstructured.Unstructured) bool { return condition(u, "Progressing") != "" })
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	second := kubeVirt(map[string]any{"kubernetes.io/os": "linux"})
+	second.SetNamespace("other")
+	if err := c.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(second)
+	get := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kvGVK)
+		_ = c.Get(ctx, key, u)
+		return u
+	}
+	controlplane.Eventually(t, time.Minute, func() bool {
+		return strings.HasPrefix(condition(get(), "Degraded"), "True ExistingDeployment: KubeVirt kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged is deployed already")
+	})
+	ds := &appsv1.DaemonSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "other", Name: "converge-vm-agent"}, ds); !apierrors.IsNotFound(err) {
+		t.Errorf("the second KubeVirt's agent was applied: %v", err)
+	}
+	if err := c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for c.Get(ctx, client.ObjectKey{Namespace: "other", Name: "converge-vm-agent"}, ds) != nil {
+		if time.Now().After(deadline) {
+			st, _, _ := unstructured.NestedMap(get().Object, "status")
+			_, err := getKV(t, c)
+			t.Fatalf("the second KubeVirt was not deployed after the first was deleted (first: %v); its status: %v", err, st)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

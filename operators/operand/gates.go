@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,8 @@ type Gates struct {
 	op    Operator
 	mu    sync.Mutex
 	gates map[string]*gate
+	// gone is signalled when a gate is gone.
+	gone chan struct{}
 }
 
 type gate struct {
@@ -34,7 +37,7 @@ type gate struct {
 }
 
 func newGates(op Operator) *Gates {
-	g := &Gates{op: op, gates: map[string]*gate{}}
+	g := &Gates{op: op, gates: map[string]*gate{}, gone: make(chan struct{}, 1)}
 	for _, r := range op.Roles {
 		g.gates[r.Name] = &gate{role: r, open: make(chan struct{}), gone: make(chan struct{})}
 	}
@@ -85,25 +88,43 @@ func (g *Gates) observe(crs []unstructured.Unstructured) {
 			case <-gt.gone:
 			default:
 				close(gt.gone)
+				select {
+				case g.gone <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}
 }
 
-// watch is the leader-only runnable of one role: once its gate opened and
-// then no CR wants it any more, it runs the role's Stop and ends the
-// manager with ErrRoleGone.
-func (g *Gates) watch(ctx context.Context, role string) error {
-	gt := g.gates[role]
+// watch is the operator's leader-only runnable of its roles: once a
+// role's gate opened and then no CR wants it any more, it runs the Stop of
+// every role gone by then and ends the manager with ErrRoleGone naming
+// them.
+func (g *Gates) watch(ctx context.Context) error {
 	select {
-	case <-gt.gone:
+	case <-g.gone:
 	case <-ctx.Done():
 		return nil
 	}
-	if gt.role.Stop != nil {
-		if err := gt.role.Stop(ctx); err != nil {
-			return fmt.Errorf("%w: %s (no native %s wants it; stopping it failed: %v)", ErrRoleGone, role, g.op.GVK.Kind, err)
+	var names, failed []string
+	for _, r := range g.op.Roles {
+		gt := g.gates[r.Name]
+		select {
+		case <-gt.gone:
+		default:
+			continue
+		}
+		names = append(names, r.Name)
+		if r.Stop != nil {
+			if err := r.Stop(ctx); err != nil {
+				failed = append(failed, fmt.Sprintf("stopping %s: %v", r.Name, err))
+			}
 		}
 	}
-	return fmt.Errorf("%w: %s (no native %s wants it)", ErrRoleGone, role, g.op.GVK.Kind)
+	msg := fmt.Sprintf("%s (no native %s wants it)", strings.Join(names, ", "), g.op.GVK.Kind)
+	if len(failed) > 0 {
+		msg += "; " + strings.Join(failed, "; ")
+	}
+	return fmt.Errorf("%w: %s", ErrRoleGone, msg)
 }

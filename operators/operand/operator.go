@@ -35,6 +35,11 @@ type Operator struct {
 	// ClusterScoped: the CR is cluster-scoped, so its roles go to
 	// Options.Namespace; a namespaced CR's go to its own namespace.
 	ClusterScoped bool
+	// Singleton: one CR of the kind is deployed, the oldest native one
+	// (by creation, then namespace and name); another is not and reads
+	// Degraded, reason ExistingDeployment, as virt-operator treats a second
+	// KubeVirt.
+	Singleton bool
 	// Status lays the computed status out in the kind's field names.
 	Status StatusFields
 	// Roles are the component's converge-controller roles, gated on the

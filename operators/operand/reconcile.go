@@ -80,8 +80,14 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	var failure *Failure
 	var applyErr error
 	var inv *v1alpha1.Inventory
+	first, err := r.deployed(ctx, cr)
+	if err != nil {
+		return err
+	}
 	roles, err := r.engine.Roles(r.op.GVK.Kind, cr, graph.RoleInputs{Namespace: ns, Images: r.o.Images})
 	switch {
+	case first != "":
+		failure = &Failure{Reason: ReasonExisting, Message: fmt.Sprintf("%s is deployed already; converge runs one %s", first, r.op.GVK.Kind)}
 	case err != nil:
 		failure = &Failure{Reason: ReasonFailed, Message: "deriving the roles: " + err.Error()}
 	case len(roles.Refusals) > 0:
@@ -116,8 +122,13 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.what(cr), err)
 	}
+	readiness := Assess(ws)
+	if inv == nil || len(inv.Entries) == 0 {
+		// Nothing applied (yet): not a component without workloads.
+		readiness = Readiness{Message: "no roles applied"}
+	}
 	status, _, _ := unstructured.NestedMap(cr.Object, "status")
-	report := Compute(Observation{Generation: cr.GetGeneration(), Version: r.o.Version, Readiness: Assess(ws),
+	report := Compute(Observation{Generation: cr.GetGeneration(), Version: r.o.Version, Readiness: readiness,
 		Failure: failure, Previous: r.op.Status.Previous(status)}, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if err := r.writeStatus(ctx, cr, report); err != nil {
 		return err
@@ -125,10 +136,11 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	if failure != nil && applyErr == nil {
 		r.log.Info("roles not applied", "cr", r.what(cr), "reason", failure.Reason, "message", failure.Message)
 	}
-	if applyErr == nil && !report.ready() {
+	if applyErr == nil && (failure == nil || failure.Reason == ReasonExisting) && !report.ready() {
 		// The workloads' and pods' watches see most changes; a pod its
 		// controller cannot create shows only in events, which are not
-		// watched.
+		// watched, and the CR deployed instead of this one may go. A
+		// refused or underivable CR waits for a change of its own.
 		return errRequeue
 	}
 	return applyErr
@@ -136,6 +148,37 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 
 // errRequeue asks Reconcile for a requeue after Options.Poll.
 var errRequeue = errors.New("requeue")
+
+// deployed gives, for a Singleton operator, the CR deployed instead of cr
+// ("Kind ns/name"): the oldest other native CR not being deleted, by
+// creation, then namespace and name. It gives "" when cr is the one.
+func (r *Reconciler) deployed(ctx context.Context, cr *unstructured.Unstructured) (string, error) {
+	if !r.op.Singleton {
+		return "", nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(r.op.GVK.GroupVersion().WithKind(r.op.GVK.Kind + "List"))
+	if err := r.crs.List(ctx, list); err != nil {
+		return "", fmt.Errorf("listing the %s CRs: %w", r.op.GVK.Kind, err)
+	}
+	older := func(a, b *unstructured.Unstructured) bool {
+		ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+		if !ta.Equal(&tb) {
+			return ta.Before(&tb)
+		}
+		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.GetUID() == cr.GetUID() || !isNative(o) || o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if older(o, cr) {
+			return r.what(o), nil
+		}
+	}
+	return "", nil
+}
 
 // finalize removes what cr's roles applied (the inventory's objects, with
 // the prune rules, then the inventory ConfigMap) and then the finalizer.

@@ -40,6 +40,9 @@ const (
 	// ReasonNotReady: a role that was ready at this generation is not any
 	// more (a pod deleted, a node lost).
 	ReasonNotReady = "ComponentNotReady"
+	// ReasonExisting: another CR of a singleton kind is deployed
+	// (kubevirt ConditionReasonDeploymentFailedExisting).
+	ReasonExisting = "ExistingDeployment"
 )
 
 // Phases of status.phase, KubeVirt's KubeVirtPhase and the lifecycle
@@ -52,7 +55,7 @@ const (
 
 // Failure is a reconcile that could not derive or apply the roles.
 type Failure struct {
-	// Reason is ReasonFailed or ReasonUnsupported.
+	// Reason is ReasonFailed, ReasonUnsupported or ReasonExisting.
 	Reason string
 	// Message names what failed and why.
 	Message string

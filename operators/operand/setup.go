@@ -75,8 +75,8 @@ func Setup(mgr manager.Manager, engine *graph.Engine, op Operator, o Options) (*
 	})); err != nil {
 		return nil, err
 	}
-	for _, role := range op.Roles {
-		if err := mgr.Add(leaderRunnable(func(ctx context.Context) error { return gates.watch(ctx, role.Name) })); err != nil {
+	if len(op.Roles) > 0 {
+		if err := mgr.Add(leaderRunnable(gates.watch)); err != nil {
 			return nil, err
 		}
 	}
