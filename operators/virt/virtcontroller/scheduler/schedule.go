@@ -38,7 +38,9 @@ type Ratios struct {
 
 // DefaultRatios are KubeVirt's defaults: cpuAllocationRatio 10,
 // memoryOvercommit 100.
-func DefaultRatios() Ratios { return Ratios{CPUAllocationRatio: CPUAllocationRatio, MemoryOvercommit: 100} }
+func DefaultRatios() Ratios {
+	return Ratios{CPUAllocationRatio: CPUAllocationRatio, MemoryOvercommit: 100}
+}
 
 // Placed is a VMI already bound to a node, with what it requests.
 type Placed struct {
