@@ -22,7 +22,7 @@ import (
 // hostpath-csi with two pools.
 var agentDefinitions = map[string]string{
 	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
-	"./components/cnao": `(#BridgeMarker & {namespace: "kubevirt-hyperconverged", placement: null, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
+	"./components/cnao": `(#Roles & {cr: {apiVersion: "networkaddonsoperator.network.kubevirt.io/v1", kind: "NetworkAddonsConfig", metadata: name: "cluster", spec: linuxBridge: {}}, namespace: "converge-system", images: node: "node:dev"}).objects`,
 	"./components/cdi":  `(#Importer & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, resources: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
 	"./components/hpp":  `(#Driver & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
 }
