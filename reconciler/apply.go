@@ -59,13 +59,15 @@ type ApplyResult struct {
 // stage is evaluated. With Options.HealthGates a component whose
 // dependencies are not all Healthy is deferred: nothing of it is sent,
 // and its objects keep their previous inventory entries.
-func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live) (*ApplyResult, error) {
+func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live, owner map[string]string) (*ApplyResult, error) {
 	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &v1alpha1.Inventory{},
 		operands: map[string]hcstatus.Operand{}}
 	prevIdx := inventory.Index(prev)
 	var hcUID string
-	if l, ok := live[inventory.ID(r.HyperConverged)]; ok {
-		hcUID = string(l.UID)
+	if r.HyperConverged != nil {
+		if l, ok := live[inventory.ID(r.HyperConverged)]; ok {
+			hcUID = string(l.UID)
+		}
 	}
 	nodes := map[string]graph.Node{}
 	for _, n := range r.Nodes {
@@ -96,7 +98,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1a
 				objs = append(objs, n.Objects...)
 			}
 		}
-		if err := p.applySet(ctx, r, objs, prevIdx, live, &hcUID, res); err != nil {
+		if err := p.applySet(ctx, r, objs, prevIdx, live, owner, &hcUID, res); err != nil {
 			phase := PhaseApply
 			if errors.Is(err, errHealthCheck) {
 				phase = PhaseHealth
@@ -151,7 +153,7 @@ func (p *Pipeline) deferNode(n graph.Node, prev map[string]v1alpha1.InventoryEnt
 // parallel (a component's namespaced objects may share a stage with their
 // namespace, as the HC does), then waits for the kstatus-rule objects the
 // API server did not already return Current.
-func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, hcUID *string, res *ApplyResult) error {
+func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult) error {
 	var namespaces, rest []*unstructured.Unstructured
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
@@ -162,7 +164,7 @@ func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unst
 	}
 	var waitSet object.ObjMetadataSet
 	for _, batch := range [][]*unstructured.Unstructured{namespaces, rest} {
-		if err := p.applyBatch(ctx, r, batch, prev, live, hcUID, res, &waitSet); err != nil {
+		if err := p.applyBatch(ctx, r, batch, prev, live, owner, hcUID, res, &waitSet); err != nil {
 			return err
 		}
 	}
@@ -205,12 +207,12 @@ var errHealthCheck = errors.New("health check")
 
 // applyBatch applies objs in parallel (Options.Concurrency) and adds the
 // kstatus-rule objects not returned Current to waitSet.
-func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
+func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(p.Options.Concurrency, 1))
 	for _, obj := range objs {
-		desired := p.Desired(r, obj, *hcUID)
+		desired := p.desired(r, obj, owner, *hcUID)
 		g.Go(func() error {
 			out, err := p.applyOne(gctx, r, desired, prev, live)
 			if err != nil {
@@ -233,10 +235,10 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 				res.Recreated = append(res.Recreated, out.entry.ID)
 			}
 			if out.applied != nil {
-				if inventory.ID(out.applied) == inventory.ID(r.HyperConverged) {
+				if r.HyperConverged != nil && inventory.ID(out.applied) == inventory.ID(r.HyperConverged) {
 					*hcUID = string(out.applied.GetUID())
 				}
-				if out.action != ssa.UnchangedAction && r.HealthRule(desired.GetKind()) == "kstatus" && !current(out.applied) {
+				if out.action != ssa.UnchangedAction && p.waitsFor(r, desired) && !current(out.applied) {
 					*waitSet = append(*waitSet, object.UnstructuredToObjMetadata(desired))
 				}
 			}
@@ -244,6 +246,20 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 		})
 	}
 	return g.Wait()
+}
+
+// waitsFor reports whether a stage waits for o to become Current after
+// applying it: every kstatus-rule object with Options.Wait, else only the
+// CustomResourceDefinitions and Namespaces later stages need.
+func (p *Pipeline) waitsFor(r *graph.Rendered, o *unstructured.Unstructured) bool {
+	if r.HealthRule(o.GetKind()) != "kstatus" {
+		return false
+	}
+	if p.Options.Wait {
+		return true
+	}
+	gvk := o.GroupVersionKind()
+	return (gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") || (gvk.Group == "" && gvk.Kind == "Namespace")
 }
 
 // applied is the outcome of one applyOne.
@@ -293,7 +309,7 @@ func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *uns
 		}
 	}
 	out := applied{applied: send.DeepCopy(), requests: 1}
-	err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)
+	err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
 	if err != nil && isImmutable(err) {
 		force, ferr := p.forceAllowed(ctx, desired)
 		if ferr != nil {
@@ -344,12 +360,18 @@ func ssaSubject(u *unstructured.Unstructured) string {
 // r's HyperConverged and, when obj is one the HC controls and hcUID is
 // known, a controller ownerReference to the HC.
 func (p *Pipeline) Desired(r *graph.Rendered, obj *unstructured.Unstructured, hcUID string) *unstructured.Unstructured {
+	return p.desired(r, obj, p.OwnerLabels(r.HyperConverged.GetNamespace(), r.HyperConverged.GetName()), hcUID)
+}
+
+// desired returns obj with the owner labels and, when obj is one the HC
+// controls and hcUID is known, a controller ownerReference to the HC.
+func (p *Pipeline) desired(r *graph.Rendered, obj *unstructured.Unstructured, owner map[string]string, hcUID string) *unstructured.Unstructured {
 	u := obj.DeepCopy()
 	labels := u.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range p.ownerLabels(r) {
+	for k, v := range owner {
 		labels[k] = v
 	}
 	u.SetLabels(labels)

@@ -62,7 +62,7 @@ func (p *Pipeline) recreate(ctx context.Context, desired *unstructured.Unstructu
 		return nil, fmt.Errorf("%s: recreating (immutable field changed): %w", ssaSubject(desired), err)
 	}
 	applied := desired.DeepCopy()
-	if err := p.Client.Patch(ctx, applied, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := p.Client.Patch(ctx, applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership); err != nil {
 		return nil, fmt.Errorf("%s: apply after delete (recreate): %w", ssaSubject(desired), err)
 	}
 	return applied, nil

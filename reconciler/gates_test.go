@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,11 @@ import (
 )
 
 var openshift = map[string]any{"platform": "openshift"}
+
+// external are the edits making the example's HyperConverged external
+// mode, where the graph derives the SSP on OpenShift (native mode has no
+// SSP operator yet) and the test plays the upstream operators.
+var external = []string{"namespace: kubevirt-hyperconverged\n", "namespace: kubevirt-hyperconverged\n  annotations: {converge.dev/operators: external}\n"}
 
 const (
 	cdiAPI  = "cdi.kubevirt.io/v1beta1"
@@ -25,14 +31,15 @@ const (
 	sspName = "ssp-kubevirt-hyperconverged"
 )
 
-// TestHealthGates drives the example (OpenShift facts, so SSP exists)
+// TestHealthGates drives the example (external mode and OpenShift facts,
+// so SSP exists)
 // with health gates on, the test acting as the operators: hpp (dependsOn
 // cdi) and ssp (dependsOn virt, cdi) are applied only once the test
 // marks CDI, then KubeVirt, Available; a deferred component keeps its
 // applied objects (no prune, no update) while its dependency is Degraded.
 func TestHealthGates(t *testing.T) {
 	c, p, _ := newClient(t)
-	r := renderExample(t, nil, openshift)
+	r := renderExample(t, map[string][]string{"hyperconverged.yaml": external}, openshift)
 	syncs, writes := 0, 0
 	run := func() *reconciler.Result {
 		t.Helper()
@@ -120,7 +127,7 @@ func TestHealthGates(t *testing.T) {
 	// 4. CDI degrades and the config changes the HostPathProvisioner: hpp
 	// is deferred again; its applied object is neither pruned nor updated.
 	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionTrue, "cdi-apiserver crashlooping")
-	r = renderExample(t, map[string][]string{"hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
+	r = renderExample(t, map[string][]string{"hyperconverged.yaml": external, "hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
 	res = run()
 	h = health(res)
 	if h["cdi"].Health != reconciler.Failed || h["hpp"].Health != reconciler.Waiting ||
@@ -161,7 +168,7 @@ func poolPath(u *unstructured.Unstructured) string {
 func TestHealthGatesOff(t *testing.T) {
 	c, _, mk := newClient(t)
 	p := mk(testOptions(false))
-	res := doSync(t, p, renderExample(t, nil, openshift))
+	res := doSync(t, p, renderExample(t, map[string][]string{"hyperconverged.yaml": external}, openshift))
 	if res.Waiting {
 		t.Errorf("Waiting with gates off: %+v", res.Components)
 	}
@@ -174,4 +181,57 @@ func TestHealthGatesOff(t *testing.T) {
 		}
 	}
 	t.Logf("gates off: 1 sync, %d write requests until every component was applied", res.Writes)
+}
+
+// TestWaitOff applies a stage holding a Deployment, whose health only the
+// (absent) Deployment controller would make Current: with Options.Wait
+// the stage's kstatus wait fails the sync naming it; without, the sync
+// succeeds, the later stages are applied and the component reports the
+// Deployment Progressing from its real status (what a Sync with spec.wait
+// false reports in status.components).
+func TestWaitOff(t *testing.T) {
+	deployment := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": hcNS},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web:1"}}},
+				},
+			},
+		}}
+		return u
+	}
+	t.Run("wait", func(t *testing.T) {
+		c, _, mk := newClient(t)
+		o := testOptions(false)
+		o.WaitTimeout = 2 * time.Second
+		_, err := trySync(t, mk(o), withObjects(renderExample(t, nil, nil), deployment()))
+		if err == nil || !strings.Contains(err.Error(), "Deployment/"+hcNS+"/web") {
+			t.Fatalf("sync with Wait: %v, want a health check error naming the Deployment", err)
+		}
+		if obj(t, c, kvAPI, "KubeVirt", hcNS, kvName) != nil {
+			t.Error("the stage after the failed wait was applied")
+		}
+	})
+	t.Run("no wait", func(t *testing.T) {
+		c, _, mk := newClient(t)
+		o := testOptions(false)
+		o.Wait = false
+		res := doSync(t, mk(o), withObjects(renderExample(t, nil, nil), deployment()))
+		if obj(t, c, kvAPI, "KubeVirt", hcNS, kvName) == nil {
+			t.Error("the stage after the Deployment's was not applied")
+		}
+		h := health(res)
+		if got := h["hco"]; got.Health != reconciler.Progressing || !strings.Contains(got.Message, "Deployment/"+hcNS+"/web InProgress") {
+			t.Errorf("hco = %+v, want Progressing naming the Deployment InProgress", got)
+		}
+		// The CRDs stage was still waited for: the KubeVirt of the next
+		// stage could be applied at all.
+		if got := h["virt"]; got.Health != reconciler.Progressing {
+			t.Errorf("virt = %+v, want Progressing (no operator)", got)
+		}
+	})
 }

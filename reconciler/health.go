@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,15 +64,34 @@ func blockedBy(n graph.Node, health map[string]ComponentHealth) string {
 }
 
 // nodeHealth evaluates n after its objects were applied and its stage's
-// kstatus wait passed: kstatus-rule objects count as Current (the wait
-// fails the sync otherwise; objects skipped as unchanged keep the state
-// they had when applied), "none" objects are ignored, and each
-// "conditions" object is read and judged with hcstatus.Assess. The
-// operands read are recorded in ops by inventory ID, for the HC status.
+// kstatus wait passed: kstatus-rule objects the stage waited for count as
+// Current (the wait fails the sync otherwise; objects skipped as
+// unchanged keep the state they had when applied), the others (without
+// Options.Wait) are read and judged by kstatus, "none" objects are
+// ignored, and each "conditions" object is read and judged with
+// hcstatus.Assess. The operands read are recorded in ops by inventory ID,
+// for the HC status.
 func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.Node, ops map[string]hcstatus.Operand) (ComponentHealth, error) {
 	h := ComponentHealth{Name: n.Name, Health: Healthy}
 	var msgs []string
 	for _, o := range n.Objects {
+		if r.HealthRule(o.GetKind()) == "kstatus" && !p.waitsFor(r, o) {
+			state, msg, err := p.kstatusOf(ctx, o)
+			if err != nil {
+				return h, err
+			}
+			switch state {
+			case Failed:
+				h.Health = Failed
+				msgs = append(msgs, msg)
+			case Progressing:
+				if h.Health != Failed {
+					h.Health = Progressing
+				}
+				msgs = append(msgs, msg)
+			}
+			continue
+		}
 		if r.HealthRule(o.GetKind()) != "conditions" {
 			continue
 		}
@@ -114,4 +134,30 @@ func (p *Pipeline) readOperand(ctx context.Context, o *unstructured.Unstructured
 		_ = json.Unmarshal(b, &op.Conditions)
 	}
 	return op, nil
+}
+
+// kstatusOf reads o and judges it with kstatus: Healthy when Current,
+// Failed when Failed, Progressing otherwise (not found yet included),
+// with a message naming the object and kstatus's reason.
+func (p *Pipeline) kstatusOf(ctx context.Context, o *unstructured.Unstructured) (Health, string, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return Progressing, ssaSubject(o) + " not found yet", nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading %s: %w", ssaSubject(o), err)
+	}
+	res, err := status.Compute(cur)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: computing its status: %w", ssaSubject(o), err)
+	}
+	switch res.Status {
+	case status.CurrentStatus:
+		return Healthy, "", nil
+	case status.FailedStatus:
+		return Failed, fmt.Sprintf("%s %s: %s", ssaSubject(o), res.Status, res.Message), nil
+	}
+	return Progressing, fmt.Sprintf("%s %s: %s", ssaSubject(o), res.Status, res.Message), nil
 }

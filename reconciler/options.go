@@ -56,14 +56,46 @@ type Options struct {
 	// component is deferred. Operand status changes also trigger a sync
 	// through the metadata watches, usually much sooner.
 	WaitingRequeue time.Duration
+	// Wait waits, after each stage, for every applied object whose health
+	// rule is kstatus and which the API server did not return Current.
+	// Without it a stage waits only for what the next stages need to be
+	// accepted at all — CustomResourceDefinitions established, Namespaces
+	// active — as Flux's ApplyAllStaged does with wait disabled (a Sync's
+	// spec.wait: false).
+	Wait bool
+	// FieldManager is the server-side apply field manager of every write;
+	// empty means FieldManager ("converge"). converge's native operators
+	// use their own ("converge-virt-operator", …).
+	FieldManager string
+	// OwnerGroup prefixes the ownership labels <OwnerGroup>/name and
+	// <OwnerGroup>/namespace that mark what the pipeline applied and that
+	// prune requires; empty means OwnerGroup ("converge.dev"). Each native
+	// operator has its own, so its roles are never taken for the Sync's.
+	OwnerGroup string
+}
+
+// fieldManager gives o.FieldManager, or FieldManager when empty.
+func (o Options) fieldManager() string {
+	if o.FieldManager != "" {
+		return o.FieldManager
+	}
+	return FieldManager
+}
+
+// ownerGroup gives o.OwnerGroup, or OwnerGroup when empty.
+func (o Options) ownerGroup() string {
+	if o.OwnerGroup != "" {
+		return o.OwnerGroup
+	}
+	return OwnerGroup
 }
 
 // DefaultOptions returns concurrency 16, a 2-minute wait per stage polled
-// every 500ms, pruning on, health gates on and a 15s requeue while
-// waiting.
+// every 500ms, pruning on, health gates on, waits on and a 15s requeue
+// while waiting.
 func DefaultOptions() Options {
 	return Options{Concurrency: 16, WaitTimeout: 2 * time.Minute, WaitInterval: 500 * time.Millisecond,
-		Prune: true, HealthGates: true, WaitingRequeue: 15 * time.Second}
+		Prune: true, HealthGates: true, Wait: true, WaitingRequeue: 15 * time.Second}
 }
 
 // Owner is converge's ssa.Owner.

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,7 +38,7 @@ func NewPipeline(c client.Client, r client.Reader, opts Options) *Pipeline {
 		r = c
 	}
 	poller := polling.NewStatusPoller(c, c.RESTMapper(), polling.Options{})
-	m := ssa.NewResourceManager(c, poller, Owner)
+	m := ssa.NewResourceManager(c, poller, ssa.Owner{Field: opts.fieldManager(), Group: opts.ownerGroup()})
 	m.SetConcurrency(opts.Concurrency)
 	return &Pipeline{Client: c, Reader: r, Manager: m, Options: opts}
 }
@@ -54,8 +55,13 @@ type Input struct {
 	// Rendered is nil (the last known one); zero to skip.
 	HC types.NamespacedName
 	// Inventory keeps the inventory; nil uses a ConfigMapStore named
-	// after the rendered HC in its namespace.
+	// after the owner in its namespace.
 	Inventory InventoryStore
+	// Owner names what the applied objects belong to: their ownership
+	// labels carry its name and namespace (OwnerLabels). Zero means the
+	// rendered HyperConverged. A render without a HyperConverged (a
+	// native operator's roles) needs an Owner, and gets no HC status.
+	Owner types.NamespacedName
 }
 
 // Result is what one sync did.
@@ -117,11 +123,21 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 		return res, in.Err
 	}
 	r := in.Rendered
-	hc := types.NamespacedName{Namespace: r.HyperConverged.GetNamespace(), Name: r.HyperConverged.GetName()}
-	owner := p.ownerLabels(r)
+	var hc types.NamespacedName
+	if r.HyperConverged != nil {
+		hc = types.NamespacedName{Namespace: r.HyperConverged.GetNamespace(), Name: r.HyperConverged.GetName()}
+	}
+	by := in.Owner
+	if by.Name == "" {
+		by = hc
+	}
+	if by.Name == "" {
+		return nil, errors.New("reconciler: a render without a HyperConverged needs Input.Owner")
+	}
+	owner := p.OwnerLabels(by.Namespace, by.Name)
 	store := in.Inventory
 	if store == nil {
-		store = ConfigMapStore{Client: p.Client, Reader: p.Reader, Namespace: hc.Namespace, Name: hc.Name}
+		store = ConfigMapStore{Client: p.Client, Reader: p.Reader, Namespace: by.Namespace, Name: by.Name, FieldManager: p.Options.fieldManager()}
 	}
 	prev, err := store.Load(ctx)
 	if err != nil {
@@ -131,7 +147,7 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	applied, applyErr := p.applyStages(ctx, r, prev.Inventory, live)
+	applied, applyErr := p.applyStages(ctx, r, prev.Inventory, live, owner)
 	// The entries are of in.Revision once every stage applied; after a
 	// failed stage they are mostly the previous revision's.
 	saved := StoredInventory{Inventory: applied.Inventory, Revision: in.Revision}
@@ -155,8 +171,10 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 			applyErr = &StageError{Phase: PhasePrune, Err: err}
 		}
 	}
-	if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applied.operands, applyErr, res); err != nil && applyErr == nil {
-		applyErr = err
+	if hc.Name != "" {
+		if _, err := p.writeStatus(ctx, hc, r, res.Inventory, applied.operands, applyErr, res); err != nil && applyErr == nil {
+			applyErr = err
+		}
 	}
 	wrote, err := store.Save(ctx, prev, saved)
 	if wrote {
@@ -168,16 +186,14 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	return res, applyErr
 }
 
-func (p *Pipeline) ownerLabels(r *graph.Rendered) map[string]string {
-	return p.OwnerLabels(r.HyperConverged.GetNamespace(), r.HyperConverged.GetName())
-}
-
-// OwnerLabels returns the labels converge puts on every object it applies
-// for the HyperConverged hcNamespace/hcName ({"converge.dev/name": hcName,
-// "converge.dev/namespace": hcNamespace}); prune and Uninstall delete only
-// objects that still carry all of them. No render needed.
-func (p *Pipeline) OwnerLabels(hcNamespace, hcName string) map[string]string {
-	return p.Manager.GetOwnerLabels(hcName, hcNamespace)
+// OwnerLabels returns the labels the pipeline puts on every object it
+// applies for the owner namespace/name, a HyperConverged or a native
+// operator's CR: {"<OwnerGroup>/name": name, "<OwnerGroup>/namespace":
+// namespace}, with Options.OwnerGroup (converge.dev by default); prune and
+// Uninstall delete only objects that still carry all of them. No render
+// needed.
+func (p *Pipeline) OwnerLabels(namespace, name string) map[string]string {
+	return p.Manager.GetOwnerLabels(name, namespace)
 }
 
 // kinds returns the distinct GroupVersionKinds of r's objects.

@@ -84,7 +84,7 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace},
 		"status":   desired,
 	}}
-	if err := p.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := p.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("writing HyperConverged %s status: %w", key, err)
 	}
 	res.Writes++

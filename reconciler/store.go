@@ -40,25 +40,42 @@ type InventoryStore interface {
 	Save(ctx context.Context, prev, next StoredInventory) (bool, error)
 }
 
-// ConfigMapStore keeps the inventory in the ConfigMap InventoryName(Name)
-// in Namespace (the HC's), under key inventory.json: the store of
-// `converge apply`, which has no Sync object. Saving an empty inventory
-// deletes the ConfigMap.
+// ConfigMapStore keeps the inventory in a ConfigMap in Namespace, under
+// key inventory.json, labelled converge.dev/inventory: Name: the store of
+// `converge apply`, which has no Sync object (ConfigMap
+// InventoryName(Name) in the HC's namespace), and of each native
+// operator's CR. Saving an empty inventory deletes the ConfigMap.
 type ConfigMapStore struct {
 	Client    client.Client
 	Reader    client.Reader
 	Namespace string
-	Name      string
+	// Name is the owner's name (the HC's for `converge apply`).
+	Name string
+	// ConfigMap names the ConfigMap; empty means InventoryName(Name).
+	ConfigMap string
+	// FieldManager writes the ConfigMap; empty means FieldManager.
+	FieldManager string
 }
 
 // Load implements InventoryStore.
 func (s ConfigMapStore) Load(ctx context.Context) (StoredInventory, error) {
-	return loadInventory(ctx, s.Reader, s.Namespace, s.Name)
+	return loadInventory(ctx, s.Reader, s.Namespace, s.configMap())
 }
 
 // Save implements InventoryStore.
 func (s ConfigMapStore) Save(ctx context.Context, prev, next StoredInventory) (bool, error) {
-	return saveInventory(ctx, s.Client, s.Namespace, s.Name, prev, next)
+	manager := s.FieldManager
+	if manager == "" {
+		manager = FieldManager
+	}
+	return saveInventory(ctx, s.Client, s.Namespace, s.configMap(), s.Name, manager, prev, next)
+}
+
+func (s ConfigMapStore) configMap() string {
+	if s.ConfigMap != "" {
+		return s.ConfigMap
+	}
+	return InventoryName(s.Name)
 }
 
 // InventoryName is the ConfigMap, in the HC's namespace, that holds the
@@ -92,36 +109,38 @@ func decodeInventory(data []byte) (StoredInventory, error) {
 	return StoredInventory{Inventory: &doc.Inventory, Revision: doc.Revision}, nil
 }
 
-// loadInventory reads the inventory of the HC namespace/name; a missing
-// ConfigMap (or namespace) gives a zero StoredInventory and no error.
-func loadInventory(ctx context.Context, r client.Reader, namespace, name string) (StoredInventory, error) {
+// loadInventory reads the inventory ConfigMap namespace/cmName; a
+// missing ConfigMap (or namespace) gives a zero StoredInventory and no
+// error.
+func loadInventory(ctx context.Context, r client.Reader, namespace, cmName string) (StoredInventory, error) {
 	cm := &corev1.ConfigMap{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: InventoryName(name)}, cm)
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cmName}, cm)
 	if apierrors.IsNotFound(err) {
 		return StoredInventory{}, nil
 	}
 	if err != nil {
-		return StoredInventory{}, fmt.Errorf("reading inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+		return StoredInventory{}, fmt.Errorf("reading inventory ConfigMap %s/%s: %w", namespace, cmName, err)
 	}
 	st, err := decodeInventory([]byte(cm.Data["inventory.json"]))
 	if err != nil {
-		return StoredInventory{}, fmt.Errorf("inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+		return StoredInventory{}, fmt.Errorf("inventory ConfigMap %s/%s: %w", namespace, cmName, err)
 	}
 	return st, nil
 }
 
-// saveInventory writes next with server-side apply unless it equals prev.
-// An inventory with no entries (after Uninstall) deletes the ConfigMap
-// instead (a missing ConfigMap or namespace is fine). It reports whether
-// it wrote.
-func saveInventory(ctx context.Context, c client.Client, namespace, name string, prev, next StoredInventory) (bool, error) {
+// saveInventory writes next to the ConfigMap namespace/cmName (labelled
+// converge.dev/inventory: owner) with server-side apply as manager, unless
+// it equals prev. An inventory with no entries (after Uninstall) deletes
+// the ConfigMap instead (a missing ConfigMap or namespace is fine). It
+// reports whether it wrote.
+func saveInventory(ctx context.Context, c client.Client, namespace, cmName, owner, manager string, prev, next StoredInventory) (bool, error) {
 	if next.Inventory != nil && len(next.Inventory.Entries) == 0 {
 		if prev.Inventory == nil {
 			return false, nil
 		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InventoryName(name)}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cmName}}
 		if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("deleting inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+			return false, fmt.Errorf("deleting inventory ConfigMap %s/%s: %w", namespace, cmName, err)
 		}
 		return true, nil
 	}
@@ -137,12 +156,12 @@ func saveInventory(ctx context.Context, c client.Client, namespace, name string,
 	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: InventoryName(name),
-			Labels: map[string]string{OwnerGroup + "/inventory": name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cmName,
+			Labels: map[string]string{OwnerGroup + "/inventory": owner}},
 		Data: map[string]string{"inventory.json": string(data)},
 	}
-	if err := c.Patch(ctx, cm, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return false, fmt.Errorf("writing inventory ConfigMap %s/%s: %w", namespace, InventoryName(name), err)
+	if err := c.Patch(ctx, cm, client.Apply, client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return false, fmt.Errorf("writing inventory ConfigMap %s/%s: %w", namespace, cmName, err)
 	}
 	return true, nil
 }

@@ -208,6 +208,7 @@ var defaultedSpecKeys = []string{
 func TestHyperConvergedValid(t *testing.T) {
 	fullOverrides := want{
 		"metadata.namespace":                                                    "openshift-cnv",
+		`metadata.annotations."converge.dev/operators"`:                         "external",
 		"spec.certConfig.ca.duration":                                           "72h",
 		"spec.certConfig.ca.renewBefore":                                        "24h",
 		"spec.certConfig.server.duration":                                       "36h",

@@ -114,6 +114,13 @@ type SyncSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 	// Prune deletes objects that left the config. Default true.
 	Prune *bool `json:"prune,omitempty"`
+	// Wait, as Flux's Kustomization spec.wait (default true), applies a
+	// component only once the components it depends on are healthy and
+	// makes the Sync Ready only once every component is. False applies
+	// every stage in order without waiting for health and makes the Sync
+	// Ready once applied; status.components and the Healthy condition
+	// still report each component's health.
+	Wait *bool `json:"wait,omitempty"`
 	// DeletionPolicy is what happens to the applied objects when the Sync
 	// is deleted: Delete (default) or Orphan.
 	DeletionPolicy string `json:"deletionPolicy,omitempty"`
@@ -124,7 +131,24 @@ type SyncSpec struct {
 	// DependsOn lists Syncs that must be Ready (at their latest revision)
 	// before this one is reconciled. Namespace defaults to the Sync's.
 	DependsOn []SyncReference `json:"dependsOn,omitempty"`
+	// Operators selects who runs the operand CRs the config derives:
+	// OperatorsNative (converge-controller's operators) or
+	// OperatorsExternal (the upstream operators). Empty: the
+	// HyperConverged's converge.dev/operators annotation decides, default
+	// native. When both are set they must agree.
+	Operators string `json:"operators,omitempty"`
 }
+
+// Operators modes of spec.operators (and of the HyperConverged annotation
+// converge.dev/operators).
+const (
+	// OperatorsNative: converge-controller holds one operator per operand
+	// CR kind and runs each CR's roles.
+	OperatorsNative = "native"
+	// OperatorsExternal: the upstream operators run the operand CRs;
+	// converge only derives them, as HCO does.
+	OperatorsExternal = "external"
+)
 
 // GitSource is a Git repository, a ref in it and the directory of the
 // config.
@@ -275,3 +299,6 @@ func (s *Sync) SetConditions(c []metav1.Condition) { s.Status.Conditions = c }
 
 // PruneEnabled reports spec.prune (default true).
 func (s *Sync) PruneEnabled() bool { return s.Spec.Prune == nil || *s.Spec.Prune }
+
+// WaitEnabled reports spec.wait (default true).
+func (s *Sync) WaitEnabled() bool { return s.Spec.Wait == nil || *s.Spec.Wait }

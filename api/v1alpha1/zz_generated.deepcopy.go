@@ -286,6 +286,11 @@ func (in *SyncSpec) DeepCopyInto(out *SyncSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.Wait != nil {
+		in, out := &in.Wait, &out.Wait
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Receiver != nil {
 		in, out := &in.Receiver, &out.Receiver
 		*out = new(Receiver)

@@ -12,6 +12,15 @@
 // (operators/network/macpool) on one webhook server, registered through
 // internal/webhook with a serving certificate it issues and rotates
 // itself.
+//
+// It is also the native operators (operators/operand): the virt operator
+// (operators/virt/virtoperator, KubeVirt CRs) and the network operator
+// (operators/network/addonsoperator, NetworkAddonsConfigs) derive the
+// roles of the operand CRs marked converge.dev/operator: native, running
+// --node-image, and start converge-controller's own roles (virt-controller,
+// the VM validation webhook, the MAC pool) only while a native CR wants
+// them; when the last one goes the process ends with operand.ErrRoleGone
+// so that it restarts without them.
 package main
 
 import (
@@ -47,15 +56,18 @@ import (
 	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/gitops/synccontroller"
+	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
+	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
+	"github.com/converge-dev/converge/operators/operand"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
-	"github.com/converge-dev/converge/operators/virt/vmadmission"
+	"github.com/converge-dev/converge/operators/virt/virtoperator"
 	"github.com/converge-dev/converge/reconciler"
 )
 
@@ -137,13 +149,17 @@ func run() error {
 		mp           = macpool.DefaultSetupOptions()
 		dataVolumes  bool
 		vmValidation bool
+		nodeImage    string
+		operandNS    string
 	)
+	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
+	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
 	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
-	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
+	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
-	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md (needs the webhook server; registered once the VirtualMachine CRDs are installed)")
-	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once the kubevirt.io VirtualMachine CRDs are installed)")
+	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md, or a CPU model the KubeVirt CR marks obsolete (needs the webhook server; registered once a native KubeVirt CR exists)")
+	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once a native KubeVirt CR exists)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints, /debug/pprof/ (0 disables)")
@@ -239,11 +255,6 @@ func run() error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if virt {
-		if err := virtcontroller.Setup(mgr, virtcontroller.DefaultOptions()); err != nil {
-			return err
-		}
-	}
 	if dataVolumes {
 		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
 			return err
@@ -274,22 +285,34 @@ func run() error {
 			return err
 		}
 	}
-	switch {
-	case macPool && webhooks != nil:
-		mp.Pool.ConfigMap.Namespace = wh.namespace()
-		if err := macpool.Setup(mgr, webhooks, mp); err != nil {
-			return err
-		}
-	case macPool:
-		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
+	// The native operators: each consumes the operand CRs marked native
+	// and gates its converge-controller roles on them.
+	oo := operand.DefaultOptions()
+	oo.Images, oo.Namespace, oo.Version = map[string]string{"node": nodeImage}, operandNS, cli.Version
+	vo := virtoperator.Options{Operand: oo, Webhooks: webhooks}
+	if virt {
+		vc := virtcontroller.DefaultOptions()
+		vo.VirtController = &vc
 	}
 	switch {
 	case vmValidation && webhooks != nil:
-		if err := webhooks.Register(vmadmission.Webhook()); err != nil {
-			return err
-		}
+		vo.VMValidation = true
 	case vmValidation:
 		ctrl.Log.Info("VM validation webhook not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
+	}
+	if err := virtoperator.Setup(mgr, engine, vo); err != nil {
+		return err
+	}
+	no := addonsoperator.Options{Operand: oo, Webhooks: webhooks}
+	switch {
+	case macPool && webhooks != nil:
+		mp.Pool.ConfigMap.Namespace = wh.namespace()
+		no.MACPool = &mp
+	case macPool:
+		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
+	}
+	if err := addonsoperator.Setup(mgr, engine, no); err != nil {
+		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -31,7 +32,6 @@ import (
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
-	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
@@ -52,7 +52,10 @@ var (
 // /convert webhook, gives VirtualMachine NICs MACs from the
 // NetworkAddonsConfig range through its MAC pool webhook, refuses a
 // VirtualMachine with a field converge does not run, logs each webhook's
-// registration, exposes the Sync's metrics on /metrics, applies a new
+// registration, runs the native operators (the VM agent's and
+// bridge-marker's DaemonSets from --node-image, the KubeVirt's status from
+// their readiness, shown in the Sync's components), exposes the Sync's
+// metrics on /metrics, applies a new
 // commit when its receiver gets a signed push, and exits 0 on SIGTERM.
 func TestControllerBinary(t *testing.T) {
 	bin, err := controlplane.BinDir()
@@ -120,6 +123,8 @@ func TestControllerBinary(t *testing.T) {
 		"--webhook-url", "https://"+addr("webhook"),
 		"--webhook-port", fmt.Sprint(ports["webhook"]),
 		"--cache-dir", t.TempDir(),
+		"--node-image", "registry.local/converge/converge-node:test",
+		"--operand-namespace", syncKey.Namespace,
 	)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -137,7 +142,6 @@ func TestControllerBinary(t *testing.T) {
 			t.Logf("converge-controller output (tail):\n%s", tail(logs.String(), 60))
 		}
 	})
-	go operandsim.Run(ctx, c)
 
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncKey.Namespace}},
@@ -147,6 +151,9 @@ func TestControllerBinary(t *testing.T) {
 				Source:   v1alpha1.GitSource{URL: git.RepoURL(repo), Ref: &v1alpha1.GitRef{Branch: "main"}},
 				Interval: metav1.Duration{Duration: time.Hour},
 				Receiver: &v1alpha1.Receiver{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}},
+				// No kubelet runs the operands' roles on this bare API
+				// server: the Sync is Ready once applied.
+				Wait: new(bool),
 			}},
 	} {
 		if err := c.Create(ctx, o); err != nil {
@@ -253,6 +260,51 @@ func TestControllerBinary(t *testing.T) {
 	} else if s, e := pool.Annotations[macpool.RangeStartAnnotation], pool.Annotations[macpool.RangeEndAnnotation]; s != "02:00:00:00:00:00" || e != "02:00:00:00:ff:ff" {
 		t.Errorf("the MAC pool's ConfigMap records the range %q–%q, want the NetworkAddonsConfig's", s, e)
 	}
+
+	// The native operators derived the roles of the KubeVirt and the
+	// NetworkAddonsConfig the Sync applied, running --node-image, and
+	// report what runs: no DaemonSet controller runs on this bare API
+	// server, so the KubeVirt is Progressing naming its DaemonSet, and
+	// the Sync's status.components shows it.
+	for _, ds := range []types.NamespacedName{{Namespace: kvKey.Namespace, Name: "converge-vm-agent"}, {Namespace: syncKey.Namespace, Name: "converge-bridge-marker"}} {
+		d := &appsv1.DaemonSet{}
+		if err := c.Get(ctx, ds, d); err != nil {
+			t.Errorf("DaemonSet %s: %v", ds, err)
+			continue
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.local/converge/converge-node:test" {
+			t.Errorf("DaemonSet %s runs %s, want --node-image", ds, img)
+		}
+	}
+	kvStatus := &unstructured.Unstructured{}
+	kvStatus.SetAPIVersion("kubevirt.io/v1")
+	kvStatus.SetKind("KubeVirt")
+	controlplane.Eventually(t, time.Minute, func() bool {
+		if c.Get(ctx, kvKey, kvStatus) != nil {
+			return false
+		}
+		st, _, _ := unstructured.NestedMap(kvStatus.Object, "status")
+		conds, _ := st["conditions"].([]any)
+		for _, x := range conds {
+			m := x.(map[string]any)
+			if m["type"] == "Progressing" && m["status"] == "True" && strings.Contains(fmt.Sprint(m["message"]), "DaemonSet kubevirt-hyperconverged/converge-vm-agent") {
+				return st["phase"] == "Deploying" && st["operatorVersion"] == "dev" && st["targetKubeVirtRegistry"] == "registry.local/converge"
+			}
+		}
+		return false
+	})
+	controlplane.Eventually(t, time.Minute, func() bool {
+		s := &v1alpha1.Sync{}
+		if c.Get(ctx, syncKey, s) != nil {
+			return false
+		}
+		for _, comp := range s.Status.Components {
+			if comp.Name == "virt" && comp.Health == "Progressing" && strings.Contains(comp.Message, "converge-vm-agent") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// /metrics serves the Sync's series.
 	metrics := httpGet(t, "http://"+addr("metrics")+"/metrics")

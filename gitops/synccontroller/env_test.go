@@ -33,7 +33,6 @@ import (
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
-	"github.com/converge-dev/converge/internal/testing/operandsim"
 )
 
 // testEnv is what every subtest of TestSync shares: two real API servers
@@ -149,9 +148,6 @@ func startEnv(t *testing.T) *testEnv {
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	for _, c := range []client.Client{e.c1, e.c2} {
-		go operandsim.Run(mctx, c)
-	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -176,7 +172,10 @@ func (e *testEnv) create(t *testing.T, c client.Client, obj client.Object) {
 }
 
 // sync creates a Sync of the test repository in e.ns with interval 1h
-// (reconciles happen on creation, triggers and drift only).
+// (reconciles happen on creation, triggers and drift only) and wait false:
+// no operator runs on these bare API servers, so no operand CR ever turns
+// Available, and the tests are about GitOps, not health (the health gates
+// have their tests in package reconciler and TestReport).
 func (e *testEnv) sync(t *testing.T, name string, mutate func(*v1alpha1.Sync)) types.NamespacedName {
 	t.Helper()
 	s := &v1alpha1.Sync{
@@ -185,6 +184,7 @@ func (e *testEnv) sync(t *testing.T, name string, mutate func(*v1alpha1.Sync)) t
 			Source: v1alpha1.GitSource{URL: e.git.RepoURL(e.repo), Ref: &v1alpha1.GitRef{Branch: "main"},
 				SecretRef: &v1alpha1.LocalObjectReference{Name: authSecret}},
 			Interval: metav1.Duration{Duration: time.Hour},
+			Wait:     new(bool),
 		},
 	}
 	if mutate != nil {

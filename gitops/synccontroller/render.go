@@ -19,8 +19,8 @@ import (
 // revision, the path nor the target's facts change (a render costs
 // ~0.4 s; a resync or a drift correction then costs no render).
 type rendering struct {
-	revision, path, facts string
-	rendered              *graph.Rendered
+	revision, path, facts, operators string
+	rendered                         *graph.Rendered
 	// digest is "sha256:<hex>" of the rendered objects (status.history).
 	digest string
 }
@@ -52,12 +52,13 @@ func (rs *renders) forget(k types.NamespacedName) {
 	delete(rs.last, k)
 }
 
-// render renders the config at path in art with facts f, reusing the last
-// rendering of key when nothing it depends on changed. fresh reports a new
-// render. Errors name the revision and the path.
-func (r *Reconciler) render(key types.NamespacedName, art source.Artifact, path string, f map[string]any) (rendering, bool, error) {
+// render renders the config at path in art with facts f and the Sync's
+// operators mode (spec.operators, "" to leave it to the HC), reusing the
+// last rendering of key when nothing it depends on changed. fresh reports
+// a new render. Errors name the revision and the path.
+func (r *Reconciler) render(key types.NamespacedName, art source.Artifact, path string, f map[string]any, operators string) (rendering, bool, error) {
 	fd := jsonDigest(f)
-	if last := r.renders.get(key); last.rendered != nil && last.revision == art.Revision && last.path == path && last.facts == fd {
+	if last := r.renders.get(key); last.rendered != nil && last.revision == art.Revision && last.path == path && last.facts == fd && last.operators == operators {
 		return last, false, nil
 	}
 	dir, err := art.Path(path)
@@ -68,11 +69,11 @@ func (r *Reconciler) render(key types.NamespacedName, art source.Artifact, path 
 	if err != nil {
 		return rendering{}, false, fmt.Errorf("revision %s, path %q: %w", art.Revision, path, err)
 	}
-	out, err := r.Engine.Render(cfg, f)
+	out, err := r.Engine.RenderWith(cfg, graph.Inputs{Facts: f, Operators: operators})
 	if err != nil {
 		return rendering{}, false, fmt.Errorf("revision %s, path %q: %w", art.Revision, path, err)
 	}
-	rd := rendering{revision: art.Revision, path: path, facts: fd, rendered: out, digest: objectsDigest(out)}
+	rd := rendering{revision: art.Revision, path: path, facts: fd, operators: operators, rendered: out, digest: objectsDigest(out)}
 	r.renders.put(key, rd)
 	return rd, true, nil
 }

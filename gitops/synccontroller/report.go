@@ -89,7 +89,10 @@ func (r *Reconciler) report(ctx context.Context, s *v1alpha1.Sync, out outcome) 
 	}
 
 	revision := out.artifact.Revision
-	if res.Waiting || !allHealthy(res) {
+	// With spec.wait false the revision is applied once every stage was
+	// sent; the Healthy condition and status.components keep reporting
+	// the components' health.
+	if s.WaitEnabled() && (res.Waiting || !allHealthy(res)) {
 		msg := fmt.Sprintf("Revision %s: waiting for health: %s", revision, waitingMessage(res))
 		markProgressing(s, v1alpha1.WaitingForHealthReason, msg)
 		history(v1alpha1.WaitingForHealthReason)

@@ -49,9 +49,11 @@ func TestReport(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		// verify sets spec.source.verify; prior are the conditions before
-		// (status.lastAttemptedRevision and lastAppliedRevision are rev1).
+		// verify sets spec.source.verify; noWait sets spec.wait false;
+		// prior are the conditions before (status.lastAttemptedRevision and
+		// lastAppliedRevision are rev1).
 		verify bool
+		noWait bool
 		prior  []metav1.Condition
 		out    outcome
 
@@ -144,6 +146,33 @@ func TestReport(t *testing.T) {
 			attempted: rev2, applied: rev1, history: v1alpha1.WaitingForHealthReason, requeue: 2 * time.Second,
 		},
 		{
+			name:   "wait false: Ready once applied, health still reported",
+			noWait: true,
+			prior:  []metav1.Condition{readyTrue},
+			out: outcome{fetch: &fetchCall{}, artifact: art(rev2), target: "the local cluster", digest: "sha256:d", synced: true,
+				result: &reconciler.Result{ChangeSet: changeSet("ConfigMap/ns/a created"),
+					Components: []reconciler.ComponentHealth{{Name: "hco", Health: reconciler.Healthy}, {Name: "virt", Health: reconciler.Progressing, Message: "KubeVirt not Available"}}}},
+			conditions: []string{
+				"Healthy=Unknown WaitingForHealth: virt progressing",
+				"Ready=True ReconciliationSucceeded: Applied revision: " + rev2,
+			},
+			events:    []string{"Normal ReconciliationSucceeded Applied revision " + rev2 + "\nConfigMap/ns/a created" + ann(rev2)},
+			attempted: rev2, applied: rev2, history: v1alpha1.SucceededReason, requeue: time.Minute,
+		},
+		{
+			name:   "wait false: a Failed component is reported, the revision applied",
+			noWait: true,
+			prior:  []metav1.Condition{readyTrue},
+			out: outcome{fetch: &fetchCall{}, artifact: art(rev2), target: "the local cluster", digest: "sha256:d", synced: true,
+				result: &reconciler.Result{ChangeSet: changeSet(), Components: []reconciler.ComponentHealth{{Name: "hco", Health: reconciler.Healthy}, {Name: "virt", Health: reconciler.Failed, Message: "Degraded"}}}},
+			conditions: []string{
+				"Healthy=False HealthCheckFailed: virt: Degraded",
+				"Ready=True ReconciliationSucceeded: Applied revision: " + rev2,
+			},
+			events:    []string{"Normal ReconciliationSucceeded Applied revision " + rev2 + ann(rev2)},
+			attempted: rev2, applied: rev2, history: v1alpha1.SucceededReason, requeue: time.Minute,
+		},
+		{
 			name:  "health check failed",
 			prior: []metav1.Condition{readyTrue},
 			out: outcome{fetch: &fetchCall{}, artifact: art(rev2), target: "the local cluster", digest: "sha256:d", synced: true,
@@ -230,6 +259,9 @@ func TestReport(t *testing.T) {
 			s.Spec.RetryInterval = &metav1.Duration{Duration: 7 * time.Second}
 			if tc.verify {
 				s.Spec.Source.Verify = &v1alpha1.Verification{SecretRef: v1alpha1.LocalObjectReference{Name: "keys"}}
+			}
+			if tc.noWait {
+				s.Spec.Wait = new(bool)
 			}
 			s.Status.LastAttemptedRevision, s.Status.LastAppliedRevision = rev1, rev1
 			for _, c := range tc.prior {

@@ -189,7 +189,7 @@ func (r *Reconciler) renderStage(ctx context.Context, s *v1alpha1.Sync, t *targe
 	if path == "" {
 		path = "."
 	}
-	rd, fresh, err := r.render(client.ObjectKeyFromObject(s), art, path, f)
+	rd, fresh, err := r.render(client.ObjectKeyFromObject(s), art, path, f, s.Spec.Operators)
 	if err != nil {
 		return rendering{}, &failure{reason: v1alpha1.RenderFailedReason, stalled: true, err: err, onHC: true}
 	}
@@ -216,15 +216,17 @@ func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *s
 }
 
 // applyStage applies the rendering with the target's Pipeline (prune per
-// spec.prune, health waits bounded by timeout, the inventory in the
-// Sync's status through StatusStore) and calls OnSynced. After a
-// successful apply the target watches the applied kinds for the Sync, and
-// a Failed component is a failure (HealthCheckFailed); a failed
-// Pipeline.Sync is classified by applyReason. The result is returned
-// with either.
+// spec.prune, health gates and waits per spec.wait, health waits bounded
+// by timeout, the inventory in the Sync's status through StatusStore) and
+// calls OnSynced. After a successful apply the target watches the applied
+// kinds for the Sync, and, with spec.wait, a Failed component is a
+// failure (HealthCheckFailed); a failed Pipeline.Sync is classified by
+// applyReason. The result is returned with either.
 func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, f fetched, rd rendering, timeout time.Duration) (*reconciler.Result, *failure) {
 	pp := *f.pipeline
 	pp.Options.Prune = s.PruneEnabled()
+	pp.Options.HealthGates = pp.Options.HealthGates && s.WaitEnabled()
+	pp.Options.Wait = pp.Options.Wait && s.WaitEnabled()
 	if pp.Options.WaitTimeout <= 0 || pp.Options.WaitTimeout > timeout {
 		pp.Options.WaitTimeout = timeout
 	}
@@ -238,7 +240,7 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, f fetched
 	}
 	hc := rd.rendered.HyperConverged
 	f.target.watch(ctx, r.ctrl, gvks(rd.rendered), types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}, client.ObjectKeyFromObject(s))
-	if failed := failedComponents(res); failed != "" {
+	if failed := failedComponents(res); failed != "" && s.WaitEnabled() {
 		return res, &failure{reason: v1alpha1.HealthCheckFailedReason, err: fmt.Errorf("revision %s in %s: %s", revision, f.target.name, failed)}
 	}
 	return res, nil

@@ -178,11 +178,27 @@ func TestSync(t *testing.T) {
 				t.Errorf("%s present on a Ready Sync: %+v", typ, c)
 			}
 		}
-		if c := condition(s, v1alpha1.HealthyCondition); c.Status != metav1.ConditionTrue {
-			t.Errorf("Healthy = %+v", c)
+		// spec.wait false: Ready once applied, while the components'
+		// health stays reported: no operator runs the operand CRs on this
+		// bare API server, so none has conditions.
+		if c := condition(s, v1alpha1.HealthyCondition); c.Status != metav1.ConditionUnknown || c.Reason != v1alpha1.WaitingForHealthReason ||
+			!strings.Contains(c.Message, "virt progressing") {
+			t.Errorf("Healthy = %+v, want Unknown WaitingForHealth naming virt progressing", c)
 		}
-		if len(s.Status.Components) == 0 {
-			t.Error("no status.components")
+		health := map[string]v1alpha1.ComponentStatus{}
+		for _, c := range s.Status.Components {
+			health[c.Name] = c
+		}
+		if c := health["hco"]; c.Health != "Healthy" {
+			t.Errorf("component hco = %+v, want Healthy", c)
+		}
+		if c := health["virt"]; c.Health != "Progressing" || !strings.Contains(c.Message, "KubeVirt/kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged has no conditions") {
+			t.Errorf("component virt = %+v, want Progressing naming the KubeVirt without conditions", c)
+		}
+		// hpp dependsOn cdi, which is not healthy: without wait it is
+		// applied all the same.
+		if c := health["hpp"]; c.Health != "Progressing" {
+			t.Errorf("component hpp = %+v, want Progressing (applied although cdi is not healthy)", c)
 		}
 		found := false
 		for _, en := range s.Status.Inventory.Entries {
@@ -304,27 +320,33 @@ func TestSync(t *testing.T) {
 		}
 	})
 
-	t.Run("prune", func(t *testing.T) {
-		on := e.commit(t, "aaq on", "spec:\n", "spec:\n  enableApplicationAwareQuota: true\n")
-		e.request(t, local)
-		s, _ := e.wait(t, local, time.Minute, "AAQ applied", readyAt(on))
-		aaq := aaqEntry(s)
-		if aaq == "" {
-			t.Fatalf("no AAQ in the inventory: %+v", s.Status.Inventory.Entries)
+	// spec.operators external derives the operands converge has no
+	// native operator for (MigController, FileRestoreOperator); back to
+	// native, they leave the graph and are pruned.
+	t.Run("operators mode and prune", func(t *testing.T) {
+		e.wait(t, local, time.Minute, "Ready", ready)
+		e.patchSync(t, local, `{"spec":{"operators":"external"}}`)
+		s, _ := e.wait(t, local, time.Minute, "external mode applied", ready)
+		mig := entry(s, "_migrations.kubevirt.io_MigController")
+		if mig == "" {
+			t.Fatalf("no MigController in the inventory in external mode: %+v", s.Status.Inventory.Entries)
 		}
-		off := e.commit(t, "aaq off", "spec:\n  enableApplicationAwareQuota: true\n", "spec:\n")
-		e.request(t, local)
-		s, _ = e.wait(t, local, time.Minute, "AAQ pruned", readyAt(off))
-		if aaqEntry(s) != "" {
-			t.Errorf("AAQ still in the inventory")
+		kv, err := get(e.c1, "kubevirt.io/v1", "KubeVirt", kvKey)
+		if err != nil || kv.GetAnnotations()["converge.dev/operator"] != "external" {
+			t.Errorf("KubeVirt in external mode: annotations %v (%v), want converge.dev/operator: external", kv.GetAnnotations(), err)
 		}
-		parts := strings.Split(aaq, "_")
-		if _, err := get(e.c1, "aaq.kubevirt.io/v1alpha1", "AAQ", types.NamespacedName{Namespace: parts[0], Name: parts[1]}); !absent(err) {
-			t.Errorf("AAQ still in the cluster: %v", err)
+		e.patchSync(t, local, `{"spec":{"operators":null}}`)
+		s, _ = e.wait(t, local, time.Minute, "native mode applied", ready)
+		if entry(s, "_migrations.kubevirt.io_MigController") != "" {
+			t.Errorf("MigController still in the inventory")
+		}
+		parts := strings.Split(mig, "_")
+		if _, err := get(e.c1, "migrations.kubevirt.io/v1alpha1", "MigController", types.NamespacedName{Namespace: parts[0], Name: parts[1]}); !absent(err) {
+			t.Errorf("MigController still in the cluster: %v", err)
 		}
 		msgs := strings.Join(e.events(t, local.Name)[v1alpha1.SucceededReason], "\n")
-		if !strings.Contains(msgs, "AAQ/") || !strings.Contains(msgs, " deleted") {
-			t.Errorf("no event lists the AAQ deleted:\n%s", msgs)
+		if !strings.Contains(msgs, "MigController/") || !strings.Contains(msgs, " deleted") {
+			t.Errorf("no event lists the MigController deleted:\n%s", msgs)
 		}
 	})
 
@@ -495,9 +517,10 @@ func TestSync(t *testing.T) {
 	})
 }
 
-func aaqEntry(s *v1alpha1.Sync) string {
+// entry gives the ID of the inventory entry ending in suffix ("" if none).
+func entry(s *v1alpha1.Sync, suffix string) string {
 	for _, en := range s.Status.Inventory.Entries {
-		if strings.HasSuffix(en.ID, "_aaq.kubevirt.io_AAQ") {
+		if strings.HasSuffix(en.ID, suffix) {
 			return en.ID
 		}
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
-	"github.com/converge-dev/converge/internal/testing/operandsim"
 	"github.com/converge-dev/converge/reconciler"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -42,9 +41,10 @@ const migrations = "parallelMigrationsPerCluster: "
 
 // BenchmarkCommitToApplied measures how long a pushed commit takes to be
 // applied, and what converge-controller holds in memory doing it. Each
-// sub-benchmark runs on its own fresh API server (with operandsim playing
-// the operators, so the health gates open) and changes
-// parallelMigrationsPerCluster once per iteration:
+// sub-benchmark runs on its own fresh API server and changes
+// parallelMigrationsPerCluster once per iteration. No operator runs the
+// operand CRs there (no kubelet), so both apply as a Sync with spec.wait
+// false does: every stage in order, Ready once applied:
 //
 //   - direct-apply, the floor: load, render and apply the changed config
 //     in-process with the Pipeline `converge apply` uses (warm engine,
@@ -87,9 +87,8 @@ func reportMedian(b *testing.B, ds []time.Duration) time.Duration {
 	return m
 }
 
-// benchCluster starts a fresh API server for one sub-benchmark with
-// operandsim marking the operand CRs Available; the returned client has
-// the core, apiextensions and converge.dev types.
+// benchCluster starts a fresh API server for one sub-benchmark; the
+// returned client has the core, apiextensions and converge.dev types.
 func benchCluster(b *testing.B) (*controlplane.Env, client.Client) {
 	b.Helper()
 	e, err := controlplane.Start()
@@ -107,9 +106,6 @@ func benchCluster(b *testing.B) (*controlplane.Env, client.Client) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	go operandsim.Run(ctx, c)
 	return e, c
 }
 
@@ -128,7 +124,10 @@ func directApply(b *testing.B) []time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := reconciler.NewPipeline(c, nil, reconciler.DefaultOptions())
+	// As a Sync with spec.wait false: no health gates, no health waits.
+	opts := reconciler.DefaultOptions()
+	opts.HealthGates, opts.Wait = false, false
+	p := reconciler.NewPipeline(c, nil, opts)
 	apply := func() *reconciler.Result {
 		cfg, err := engine.LoadConfig(repo.Dir)
 		if err != nil {
@@ -144,13 +143,7 @@ func directApply(b *testing.B) []time.Duration {
 		}
 		return res
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for apply().Waiting {
-		if time.Now().After(deadline) {
-			b.Fatal("the first sync still waits on a health gate after 3m")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	apply()
 	var ds []time.Duration
 	n := 5
 	for b.Loop() {
@@ -224,6 +217,7 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 				Source:   v1alpha1.GitSource{URL: git.RepoURL(repo), Ref: &v1alpha1.GitRef{Branch: "main"}},
 				Interval: metav1.Duration{Duration: time.Hour},
 				Receiver: &v1alpha1.Receiver{SecretRef: v1alpha1.LocalObjectReference{Name: "hook"}},
+				Wait:     new(bool),
 			}},
 	} {
 		if err := c.Create(ctx, o); err != nil {

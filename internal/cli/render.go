@@ -28,8 +28,9 @@ else the schema defaults (kubernetes, 3 control-plane and 3 worker nodes, amd64)
 
 render --controller takes no PATH: it prints converge's own bundle, what
 "converge install" applies — the Sync CRD, the Namespace (--namespace),
-the controller's ServiceAccount, RBAC, Service and Deployment (--image) —
-in apply order.`,
+the controller's ServiceAccount, RBAC, Service and Deployment (--image,
+and --node-image for the roles its native operators run) — in apply
+order.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if controller {
 				if len(args) > 0 {
@@ -37,7 +38,7 @@ in apply order.`,
 				}
 				return nil
 			}
-			for _, f := range []string{"namespace", "image"} {
+			for _, f := range []string{"namespace", "image", "node-image"} {
 				if cmd.Flags().Changed(f) {
 					return fmt.Errorf("--%s is an option of render --controller", f)
 				}
@@ -76,6 +77,7 @@ in apply order.`,
 func controllerFlags(cmd *cobra.Command, o *graph.ControllerOptions) {
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "namespace of converge-controller")
 	cmd.Flags().StringVar(&o.Image, "image", "", "image of converge-controller (default ghcr.io/converge-dev/converge-controller:<converge version>)")
+	cmd.Flags().StringVar(&o.NodeImage, "node-image", "", "converge-node image the native operators' roles run (default ghcr.io/converge-dev/converge-node:<converge version>)")
 }
 
 // renderController renders converge's own bundle for o at this CLI's

@@ -28,6 +28,10 @@ type ControllerOptions struct {
 	// Image of converge-controller; empty means
 	// ghcr.io/converge-dev/converge-controller:<Version>.
 	Image string
+	// NodeImage is the converge-node image the native operators' roles run
+	// (converge-controller --node-image); empty means
+	// ghcr.io/converge-dev/converge-node:<Version>.
+	NodeImage string
 	// Replicas of the Deployment (leader election is always on).
 	Replicas int
 	// LogLevel of the controller: debug, info, error or a verbosity > 0.
@@ -68,7 +72,7 @@ func (e *Engine) RenderController(in ControllerOptions) ([]*unstructured.Unstruc
 	opts := map[string]any{
 		"receiver": in.Receiver, "webhook": in.Webhook, "replicas": in.Replicas,
 	}
-	for k, v := range map[string]string{"namespace": in.Namespace, "version": in.Version, "image": in.Image, "logLevel": in.LogLevel} {
+	for k, v := range map[string]string{"namespace": in.Namespace, "version": in.Version, "image": in.Image, "nodeImage": in.NodeImage, "logLevel": in.LogLevel} {
 		if v != "" {
 			opts[k] = v
 		}

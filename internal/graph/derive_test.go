@@ -20,7 +20,8 @@ import (
 )
 
 // TestDerive runs the derivation rules in testdata/derive/<component>/*.txtar:
-// each case renders hc.yaml (with facts.yaml, if any) and checks that
+// each case renders hc.yaml (with facts.yaml, if any, and the Sync fields
+// of sync.yaml, if any: operators) and checks that
 //
 //   - every document of want.yaml has a rendered object with the same
 //     apiVersion, kind and metadata.name whose fields include the document's
@@ -75,11 +76,19 @@ func runDeriveCase(t *testing.T, e *graph.Engine, path string) {
 			t.Fatalf("facts.yaml: %v", err)
 		}
 	}
+	var sync struct {
+		Operators string `json:"operators"`
+	}
+	if data, ok := sections["sync.yaml"]; ok {
+		if err := yaml.UnmarshalStrict(data, &sync); err != nil {
+			t.Fatalf("sync.yaml: %v", err)
+		}
+	}
 	cfg, err := e.LoadConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.Render(cfg, facts)
+	r, err := e.RenderWith(cfg, graph.Inputs{Facts: facts, Operators: sync.Operators})
 	if wantErr, ok := sections["error.txt"]; ok {
 		if err == nil {
 			t.Fatalf("render succeeded, want an error containing:\n%s", wantErr)

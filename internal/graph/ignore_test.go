@@ -12,7 +12,8 @@ import (
 
 // TestRenderCarriesGraphRules renders testdata/example and checks what the
 // graph declares for the reconciler: the ignore rules, the force opt-in of
-// the PriorityClass and the component names of each stage.
+// the PriorityClass and the component names of each stage in each
+// operators mode.
 func TestRenderCarriesGraphRules(t *testing.T) {
 	e, err := graph.NewEngine()
 	if err != nil {
@@ -45,13 +46,29 @@ func TestRenderCarriesGraphRules(t *testing.T) {
 	if !found {
 		t.Error("no PriorityClass rendered")
 	}
-	var names [][]string
-	for _, st := range r.Stages {
-		names = append(names, st.Nodes)
-	}
-	wantNames := [][]string{nil, {"hco"}, {"aaq", "cdi", "cnao", "filerestore", "migration", "virt"}, {"hpp", "ssp"}}
-	if !reflect.DeepEqual(names, wantNames) {
-		t.Errorf("stage nodes = %v, want %v", names, wantNames)
+	// The stages follow the operators mode: native derives only the
+	// operands converge runs.
+	for _, tc := range []struct {
+		mode string
+		want [][]string
+	}{
+		{graph.ModeNative, [][]string{nil, {"hco"}, {"cdi", "cnao", "virt"}, {"hpp"}}},
+		{graph.ModeExternal, [][]string{nil, {"hco"}, {"aaq", "cdi", "cnao", "filerestore", "migration", "virt"}, {"hpp", "ssp"}}},
+	} {
+		r, err := e.RenderWith(cfg, graph.Inputs{Operators: tc.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Operators != tc.mode {
+			t.Errorf("%s: Rendered.Operators = %q", tc.mode, r.Operators)
+		}
+		var names [][]string
+		for _, st := range r.Stages {
+			names = append(names, st.Nodes)
+		}
+		if !reflect.DeepEqual(names, tc.want) {
+			t.Errorf("%s: stage nodes = %v, want %v", tc.mode, names, tc.want)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -9,32 +8,24 @@ import (
 	"strings"
 	"testing"
 
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/graph"
 )
 
-// nodeAgentsConfig is a HyperConverged with every node agent enabled and a
-// HostPathProvisioner whose CSI driver is derived, so the graph holds the
-// DaemonSets of every converge-node agent.
-const nodeAgentsConfig = `apiVersion: hco.kubevirt.io/v1
-kind: HyperConverged
-metadata:
-  name: kubevirt-hyperconverged
-  namespace: kubevirt-hyperconverged
-  annotations:
-    converge.dev/node-agents: enabled
-spec: {}
----
-apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
-kind: HostPathProvisioner
-metadata:
-  name: hostpath-provisioner
-  annotations:
-    converge.dev/hostpath-csi: enabled
-spec:
-  storagePools:
-    - {name: local, path: /var/hpvolumes}
-    - {name: fast, path: /mnt/nvme/hpp}
-`
+// agentDefinitions are CUE expressions, one per component package, giving
+// the objects of each node agent's definition for a sample input: the
+// VM agent, bridge-marker with cni-install, the cdi-importer and
+// hostpath-csi with two pools.
+var agentDefinitions = map[string]string{
+	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
+	"./components/cnao": `(#Roles & {cr: {apiVersion: "networkaddonsoperator.network.kubevirt.io/v1", kind: "NetworkAddonsConfig", metadata: name: "cluster", spec: linuxBridge: {}}, namespace: "converge-system", images: node: "node:dev"}).objects`,
+	"./components/cdi":  `(#Importer & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, resources: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
+	"./components/hpp":  `(#Driver & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
+}
 
 // agentContainer is one container (or initContainer) of a derived
 // DaemonSet that runs a converge-node subcommand.
@@ -47,40 +38,36 @@ type agentContainer struct {
 // TestNodeAgentArgsAreFlags builds the real converge-node and checks that
 // every DaemonSet container running it names a subcommand converge-node
 // has, passes only flags that subcommand defines, and refers ($(VAR)) only
-// to environment variables the container sets. The DaemonSets are those of
-// a HyperConverged with converge.dev/node-agents: enabled and a
-// HostPathProvisioner with its CSI driver enabled: the VM agent,
+// to environment variables the container sets. The DaemonSets are those
+// of the node agents' CUE definitions (agentDefinitions): the VM agent,
 // bridge-marker with cni-install, the cdi-importer and hostpath-csi.
 func TestNodeAgentArgsAreFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/converge-node")
 	}
-	e, err := graph.NewEngine()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "hc.yaml"), []byte(nodeAgentsConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := e.LoadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.Render(cfg, nil)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
+	ctx := cuecontext.New()
 	var agents []agentContainer
 	var daemonSets []string
-	for _, o := range r.Objects() {
-		if o.Object["kind"] != "DaemonSet" {
-			continue
+	for pkg, expr := range agentDefinitions {
+		insts := load.Instances([]string{pkg}, &load.Config{FS: converge.CUE, Dir: "/"})
+		if err := insts[0].Err; err != nil {
+			t.Fatal(err)
 		}
-		md, _ := o.Object["metadata"].(map[string]any)
-		ds, _ := md["name"].(string)
-		daemonSets = append(daemonSets, ds)
-		agents = append(agents, agentContainers(t, ds, o.Object)...)
+		v := ctx.BuildInstance(insts[0])
+		objs := ctx.CompileString(expr, cue.Scope(v))
+		var m map[string]map[string]any
+		if err := objs.Decode(&m); err != nil {
+			t.Fatalf("%s: %v", pkg, graph.Format(err))
+		}
+		for _, o := range m {
+			if o["kind"] != "DaemonSet" {
+				continue
+			}
+			md, _ := o["metadata"].(map[string]any)
+			ds, _ := md["name"].(string)
+			daemonSets = append(daemonSets, ds)
+			agents = append(agents, agentContainers(t, ds, o)...)
+		}
 	}
 	slices.Sort(daemonSets)
 	want := []string{"converge-bridge-marker", "converge-cdi-importer", "converge-vm-agent", "hostpath-provisioner-csi"}

@@ -42,6 +42,9 @@ type Rendered struct {
 	Health map[string]string
 	// Version is the HCO-equivalent release (components/common Version).
 	Version string
+	// Operators is the operators mode the graph was derived for: "native"
+	// (converge's operators run the operand CRs) or "external".
+	Operators string
 	// IgnoreRules are the graph's ignore rules (#Graph.ignore): fields
 	// converge sets on create only. See IgnoreRule.
 	IgnoreRules []IgnoreRule
@@ -74,17 +77,44 @@ func (r *Rendered) HealthRule(kind string) string {
 	return "kstatus"
 }
 
+// Inputs are what a render takes besides the config.
+type Inputs struct {
+	// Facts is a YAML/JSON-decoded map with #ClusterFacts' field names;
+	// nil for the defaults.
+	Facts map[string]any
+	// Operators is the operators mode a Sync selects (spec.operators):
+	// "native", "external", or "" to leave it to the HyperConverged's
+	// converge.dev/operators annotation (default native). When both are
+	// set they must agree.
+	Operators string
+}
+
 // Render validates cfg against the schema and derives the graph for facts
 // (a YAML/JSON-decoded map with #ClusterFacts' field names; nil for the
-// defaults). Errors are *Error values naming file:line:col and CUE path.
-// Render never returns a partial result.
+// defaults), the mode coming from the HC alone. It is RenderWith with
+// Inputs{Facts: facts}.
 func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, error) {
+	return e.RenderWith(cfg, Inputs{Facts: facts})
+}
+
+// RenderWith validates cfg against the schema and derives the graph for
+// in. The operators mode (in.Operators, else the HC's
+// OperatorsAnnotation, else native) is written into the HyperConverged's
+// annotation before anything reads it, so the applied HC names its mode
+// and the hco-webhook judges it as the render did. Errors are *Error
+// values naming file:line:col and CUE path, or the HC field and why the
+// mode refuses it. RenderWith never returns a partial result.
+func (e *Engine) RenderWith(cfg *config.Config, in Inputs) (*Rendered, error) {
 	crds, err := e.CRDs()
 	if err != nil {
 		return nil, err
 	}
 	defer e.Lock()()
 
+	hc, err := withMode(cfg.HyperConverged, in.Operators)
+	if err != nil {
+		return nil, err
+	}
 	// The graph gets the document as written and unifies it with
 	// #HyperConverged itself, once: validating it separately first would
 	// evaluate the schema twice (and unifying an already-validated value
@@ -92,14 +122,14 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 	// explode in evaluation time). Only when the graph's hc is invalid is
 	// the document validated on its own, for errors with the user's paths
 	// (spec.…, not #Graph.hc.spec.…).
-	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), cfg.HyperConverged)
+	g := e.graph.LookupPath(cue.MakePath(cue.Def("#Graph"))).FillPath(cue.ParsePath("hc"), hc)
 	if err := g.LookupPath(cue.ParsePath("hc")).Validate(cue.Concrete(true)); err != nil {
-		if _, verr := e.validate(cfg.HyperConverged, "#HyperConverged"); verr != nil {
+		if _, verr := e.validate(hc, "#HyperConverged"); verr != nil {
 			return nil, verr
 		}
 		return nil, Format(err)
 	}
-	fv, err := e.Facts(facts)
+	fv, err := e.Facts(in.Facts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +193,13 @@ func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {
 }
 
 func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
+	var refusals []string
+	if err := g.LookupPath(cue.ParsePath("refusals")).Decode(&refusals); err != nil {
+		return nil, Format(err)
+	}
+	if len(refusals) > 0 {
+		return nil, &Error{Lines: refusals}
+	}
 	if err := g.LookupPath(cue.ParsePath("nodes")).Validate(cue.Concrete(true)); err != nil {
 		return nil, Format(err)
 	}
@@ -172,6 +209,9 @@ func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
 	}
 	r := &Rendered{Health: health, OwnedByHC: map[string]bool{}}
 	if err := g.LookupPath(cue.ParsePath("version")).Decode(&r.Version); err != nil {
+		return nil, Format(err)
+	}
+	if err := g.LookupPath(cue.ParsePath("mode")).Decode(&r.Operators); err != nil {
 		return nil, Format(err)
 	}
 	rules, err := decodeIgnore(g)

@@ -77,7 +77,11 @@ func TestConversionThroughAPIServer(t *testing.T) {
 	beta := object(t, `
 apiVersion: hco.kubevirt.io/v1beta1
 kind: HyperConverged
-metadata: {name: kubevirt-hyperconverged, namespace: kubevirt-hyperconverged}
+metadata:
+  name: kubevirt-hyperconverged
+  namespace: kubevirt-hyperconverged
+  # AAQ has no native operator: it needs external mode.
+  annotations: {converge.dev/operators: external}
 spec:
   featureGates: {downwardMetrics: true}
   infra: {nodePlacement: {nodeSelector: {infra: "true"}}}

@@ -34,6 +34,11 @@ type SetupOptions struct {
 	// Poll is how often Setup's runnable looks for the VirtualMachine and
 	// NetworkAddonsConfig CRDs and then for the NetworkAddonsConfig.
 	Poll time.Duration
+	// Gate, when set, is waited for after the CRDs instead of the
+	// NetworkAddonsConfig's existence (the network operator's: a native
+	// NetworkAddonsConfig with kubeMacPool exists); an error other than
+	// the context's ends the runnable with it.
+	Gate func(ctx context.Context) error
 }
 
 // DefaultSetupOptions gives DefaultOptions for the pool, a range check
@@ -47,7 +52,8 @@ func DefaultSetupOptions() SetupOptions {
 // once, answering 503 until the pool is ready; registered once it is) and
 // adds a leader-only runnable that waits for the VirtualMachine and
 // NetworkAddonsConfig CRDs and for the NetworkAddonsConfig (the pool is
-// the cnao operand's, deployed by CNAO once one exists), starts the
+// the cnao operand's, deployed by CNAO once one exists; with o.Gate, for
+// the gate instead), starts the
 // Controller with the NetworkAddonsConfig's range, and then compares the
 // range every o.RangeCheck, ending with ErrRangeChanged when it moved.
 // The VirtualMachines are watched through a cache of their own, so the
@@ -77,7 +83,15 @@ func Setup(mgr manager.Manager, webhooks *webhook.Registrar, o SetupOptions) err
 		if !crdwait.Wait(ctx, c, o.Poll, "virtualmachines.kubevirt.io", NetworkAddonsConfigCRD) {
 			return nil
 		}
-		for !nacExists(ctx, c) {
+		if o.Gate != nil {
+			if err := o.Gate(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("macpool: %w", err)
+			}
+		}
+		for o.Gate == nil && !nacExists(ctx, c) {
 			select {
 			case <-ctx.Done():
 				return nil

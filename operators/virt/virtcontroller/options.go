@@ -1,6 +1,7 @@
 package virtcontroller
 
 import (
+	"context"
 	"time"
 
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/nodehealth"
@@ -27,6 +28,13 @@ type Options struct {
 	// the controllers (controller-runtime requires unique controller
 	// names per process); for tests.
 	SkipNameValidation bool
+	// Gate, when set, holds the controllers back after the CRDs until it
+	// returns nil (the virt operator's: a native KubeVirt CR exists); an
+	// error other than the context's ends Setup's runnable with it.
+	Gate func(ctx context.Context) error
+	// Ratios, when set, gives the VMI scheduler's request ratios
+	// (scheduler.Options.Ratios).
+	Ratios func() scheduler.Ratios
 }
 
 // DefaultOptions gives the controllers' own defaults, UnschedulableRetry

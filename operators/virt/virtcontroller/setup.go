@@ -24,16 +24,26 @@ var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.
 // (package scheduler) and "vmi-node-health" (package nodehealth)
 // controllers with mgr once the VirtualMachine and VirtualMachineInstance
 // CRDs are established (converge installs them in the graph's "crds"
-// stage, so they may appear after converge-controller starts); until then
-// it polls every opts.CRDPoll. mgr's scheme must know kubevirt.io/v1 and
-// the client-go types.
+// stage, so they may appear after converge-controller starts; until then
+// it polls every opts.CRDPoll) and opts.Gate, if any, opened (the virt
+// operator's: a native KubeVirt CR exists). mgr's scheme must know
+// kubevirt.io/v1 and the client-go types.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		log := ctrl.Log.WithName(logName)
 		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, CRDNames...) {
 			return nil
 		}
-		log.Info("VirtualMachine CRDs established; starting the VM controller and scheduler")
+		if opts.Gate != nil {
+			log.Info("VirtualMachine CRDs established; waiting for a native KubeVirt")
+			if err := opts.Gate(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("%s: %w", logName, err)
+			}
+		}
+		log.Info("starting the VM controller and scheduler")
 		if err := register(mgr, opts); err != nil {
 			return err
 		}
@@ -50,7 +60,7 @@ func register(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("%s: %w", logName, err)
 	}
 	if err := scheduler.SetupWithManager(mgr, scheduler.Options{
-		UnschedulableRetry: opts.UnschedulableRetry, SkipNameValidation: opts.SkipNameValidation}); err != nil {
+		UnschedulableRetry: opts.UnschedulableRetry, SkipNameValidation: opts.SkipNameValidation, Ratios: opts.Ratios}); err != nil {
 		return fmt.Errorf("%s: %w", logName, err)
 	}
 	if err := nodehealth.SetupWithManager(mgr, nodehealth.Options{

@@ -50,7 +50,7 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := vmadmission.Webhook()
+	w := vmadmission.Webhook(vmadmission.Options{})
 	certs := webhooktest.Start(t, c, webhook.Options{
 		Secret:  types.NamespacedName{Namespace: "converge-system", Name: "converge-webhook-cert"},
 		Hosts:   []string{"127.0.0.1"},

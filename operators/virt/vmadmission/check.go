@@ -40,16 +40,24 @@ func SpecPath(kind string) string {
 	return ""
 }
 
-// Check takes a kind (VirtualMachineKind or VirtualMachineInstanceKind)
-// and the object's JSON, and gives every field of its VMI spec converge
-// refuses, with paths from the object's root (e.g.
-// spec.template.spec.domain.devices.gpus for a VirtualMachine), sorted by
-// path: the fields vmisupport.CheckSpec rejects or does not know, and the
-// fields the kubevirt.io/v1 types do not have (UnknownFieldReason). A VM
-// without spec.template has nothing to check. The error is for an object
-// that is not JSON of that kind (a field of the wrong type) or an
-// unknown kind.
+// Check is CheckWith without obsolete CPU models.
 func Check(kind string, raw []byte) (vmisupport.FieldErrors, error) {
+	return CheckWith(kind, raw, nil)
+}
+
+// CheckWith takes a kind (VirtualMachineKind or VirtualMachineInstanceKind),
+// the object's JSON and the CPU models KubeVirt's configuration marks
+// obsolete (spec.configuration.obsoleteCPUModels, those set true), and
+// gives every field of its VMI spec converge refuses, with paths from the
+// object's root (e.g. spec.template.spec.domain.devices.gpus for a
+// VirtualMachine), sorted by path: the fields vmisupport.CheckSpec rejects
+// or does not know, the fields the kubevirt.io/v1 types do not have
+// (UnknownFieldReason), and spec.domain.cpu.model when it names an obsolete
+// model (as KubeVirt's virt-api refuses it, pkg/virt-api/webhooks
+// validating-webhook admitters: "CPU model ... is obsolete"). A VM without
+// spec.template has nothing to check. The error is for an object that is
+// not JSON of that kind (a field of the wrong type) or an unknown kind.
+func CheckWith(kind string, raw []byte, obsolete map[string]bool) (vmisupport.FieldErrors, error) {
 	var obj any
 	var spec func() *kubevirtv1.VirtualMachineInstanceSpec
 	switch kind {
@@ -81,6 +89,10 @@ func Check(kind string, raw []byte) (vmisupport.FieldErrors, error) {
 		for _, e := range vmisupport.CheckSpec(s) {
 			// CheckSpec's paths start at the VMI's "spec"
 			errs = append(errs, &vmisupport.FieldError{Path: prefix + strings.TrimPrefix(e.Path, "spec"), Reason: e.Reason})
+		}
+		if c := s.Domain.CPU; c != nil && obsolete[c.Model] {
+			errs = append(errs, &vmisupport.FieldError{Path: prefix + ".domain.cpu.model",
+				Reason: fmt.Sprintf("CPU model %q is obsolete (KubeVirt spec.configuration.obsoleteCPUModels)", c.Model)})
 		}
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })

@@ -30,6 +30,11 @@ const (
 	typo    = `{"domain":{"devices":{"gpu":[]},"resources":{}}}`
 )
 
+// oldCPU gives okSpec with spec.domain.cpu.model.
+func oldCPU(model string) string {
+	return strings.Replace(okSpec, `{"domain":{`, `{"domain":{"cpu":{"model":"`+model+`"},`, 1)
+}
+
 // TestCheck: what each kind of object gives, with paths from its root.
 func TestCheck(t *testing.T) {
 	for _, c := range []struct {
@@ -113,9 +118,19 @@ func TestHandle(t *testing.T) {
 		{"VMI create rejected", req(admissionv1.Create, vmi, "i", vmiJSON("i", gpuSpec), ""), false,
 			"VirtualMachineInstance default/i: spec.domain.devices.disks[0].lun"},
 		{"VMI undecodable", req(admissionv1.Create, vmi, "i", `{"spec":`, ""), false, "VirtualMachineInstance default/i: decoding"},
+		// KubeVirt's spec.configuration.obsoleteCPUModels (those set true).
+		{"VM with an obsolete CPU model", req(admissionv1.Create, vm, "web", vmJSON("web", oldCPU("qemu64")), ""), false,
+			`VirtualMachine default/web: spec.template.spec.domain.cpu.model: CPU model "qemu64" is obsolete (KubeVirt spec.configuration.obsoleteCPUModels)`},
+		{"VMI with an obsolete CPU model", req(admissionv1.Create, vmi, "i", vmiJSON("i", oldCPU("486")), ""), false,
+			`VirtualMachineInstance default/i: spec.domain.cpu.model: CPU model "486" is obsolete`},
+		{"a model the configuration marks false is allowed", req(admissionv1.Create, vmi, "i", vmiJSON("i", oldCPU("pentium")), ""), true, ""},
+		{"a current model is allowed", req(admissionv1.Create, vmi, "i", vmiJSON("i", oldCPU("Skylake-Server")), ""), true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := vmadmission.Validator{}.Handle(context.Background(), c.req)
+			v := vmadmission.Validator{ObsoleteCPUModels: func() map[string]bool {
+				return map[string]bool{"qemu64": true, "486": true, "pentium": false}
+			}}
+			resp := v.Handle(context.Background(), c.req)
 			if resp.Allowed != c.allowed {
 				t.Fatalf("allowed %v (%+v), want %v", resp.Allowed, resp.Result, c.allowed)
 			}

@@ -1,6 +1,8 @@
 package vmadmission
 
 import (
+	"context"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -25,6 +27,15 @@ const (
 	VirtualMachineInstancePath = "/virtualmachineinstances-validate"
 )
 
+// Options configure Webhook.
+type Options struct {
+	// ObsoleteCPUModels: see Validator.
+	ObsoleteCPUModels func() map[string]bool
+	// Ready, when set, holds the registration until it returns nil (the
+	// virt operator's gate: a native KubeVirt CR exists).
+	Ready func(ctx context.Context) error
+}
+
 // Webhook gives the VM validation webhook as internal/webhook registers
 // it: the ValidatingWebhookConfiguration converge-vm-validator, one
 // webhook for kubevirt.io virtualmachines and one for
@@ -35,12 +46,14 @@ const (
 // sideEffects None, timeoutSeconds 10, admissionReviewVersions [v1]. A
 // Validator serves both paths. It is registered once the VirtualMachine
 // and VirtualMachineInstance CRDs are established, so that failurePolicy
-// Fail blocks nothing before converge installs KubeVirt.
-func Webhook() webhook.Configuration {
+// Fail blocks nothing before converge installs KubeVirt, and then once
+// o.Ready returned.
+func Webhook(o Options) webhook.Configuration {
 	hook := func(name, resource, path string) webhook.ValidatingHook {
 		return webhook.ValidatingHook{Name: name, Path: path,
 			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}
 	}
+	v := Validator{ObsoleteCPUModels: o.ObsoleteCPUModels}
 	return webhook.Configuration{
 		Name:    ConfigurationName,
 		What:    "the VM validation webhook",
@@ -50,9 +63,10 @@ func Webhook() webhook.Configuration {
 			hook(VirtualMachineInstanceWebhookName, "virtualmachineinstances", VirtualMachineInstancePath),
 		},
 		Handlers: []webhook.Handler{
-			{Path: VirtualMachinePath, Handler: &ctrlwebhook.Admission{Handler: Validator{}}},
-			{Path: VirtualMachineInstancePath, Handler: &ctrlwebhook.Admission{Handler: Validator{}}},
+			{Path: VirtualMachinePath, Handler: &ctrlwebhook.Admission{Handler: v}},
+			{Path: VirtualMachineInstancePath, Handler: &ctrlwebhook.Admission{Handler: v}},
 		},
-		CRDs: []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io"},
+		CRDs:  []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io"},
+		Ready: o.Ready,
 	}
 }

@@ -16,7 +16,7 @@ import (
 // validation webhook applies through each kind of endpoint, and what its
 // registration serves, targets and waits for.
 func TestWebhookShape(t *testing.T) {
-	w := vmadmission.Webhook()
+	w := vmadmission.Webhook(vmadmission.Options{})
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,13 @@ import (
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Validator is the admission handler of both webhooks; it holds no state.
-type Validator struct{}
+// Validator is the admission handler of both webhooks.
+type Validator struct {
+	// ObsoleteCPUModels, when set, gives the CPU models a VMI may not use
+	// (the native KubeVirt CR's spec.configuration.obsoleteCPUModels,
+	// those set true); read at each request.
+	ObsoleteCPUModels func() map[string]bool
+}
 
 var _ ctrladmission.Handler = Validator{}
 
@@ -24,11 +29,11 @@ var _ ctrladmission.Handler = Validator{}
 //     UPDATE that leaves the VMI spec as it was (metadata, runStrategy or
 //     other VM fields: an object stored before converge refused its fields
 //     can still be stopped, relabelled or have its finalizers removed);
-//   - denied, with Message's lines, when Check finds fields converge
-//     refuses;
+//   - denied, with Message's lines, when CheckWith finds fields converge
+//     refuses (obsolete CPU models per ObsoleteCPUModels);
 //   - an error (400) naming the object when its JSON does not decode, or
 //     the kind is neither.
-func (Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmission.Response {
+func (v Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return ctrladmission.Allowed("")
 	}
@@ -44,7 +49,11 @@ func (Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmiss
 			return ctrladmission.Allowed(SpecPath(kind) + " unchanged")
 		}
 	}
-	errs, err := Check(kind, req.Object.Raw)
+	var obsolete map[string]bool
+	if v.ObsoleteCPUModels != nil {
+		obsolete = v.ObsoleteCPUModels()
+	}
+	errs, err := CheckWith(kind, req.Object.Raw, obsolete)
 	if err != nil {
 		return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
 	}

@@ -22,6 +22,26 @@ import (
 // virt-launcher pod does (pkg/virt-controller/services/renderresources.go).
 const CPUAllocationRatio = 10
 
+// Ratios are KubeVirt's developerConfiguration settings that turn a VMI
+// without requests into requests (kubevirt
+// pkg/virt-controller/services/renderresources.go: cpu = vCPUs /
+// cpuAllocationRatio; pkg/virt-api webhooks mutators: memory = guest
+// memory × 100 / memoryOvercommit).
+type Ratios struct {
+	// CPUAllocationRatio: a VMI without a CPU request asks for
+	// vCPUs/CPUAllocationRatio CPUs.
+	CPUAllocationRatio int
+	// MemoryOvercommit is a percentage: a VMI without a memory request
+	// asks for its guest memory × 100 / MemoryOvercommit.
+	MemoryOvercommit int
+}
+
+// DefaultRatios are KubeVirt's defaults: cpuAllocationRatio 10,
+// memoryOvercommit 100.
+func DefaultRatios() Ratios {
+	return Ratios{CPUAllocationRatio: CPUAllocationRatio, MemoryOvercommit: 100}
+}
+
 // Placed is a VMI already bound to a node, with what it requests.
 type Placed struct {
 	Node     string
@@ -37,11 +57,23 @@ type Decision struct {
 	Message string
 }
 
-// Requests gives what vmi asks of a node: cpu and memory from
-// spec.domain.resources.requests, else vCPUs/CPUAllocationRatio and
-// spec.domain.memory.guest; plus extra (e.g. one
-// bridge.network.kubevirt.io/<bridge> per bridge interface), added as is.
+// Requests is RequestsWith KubeVirt's DefaultRatios.
 func Requests(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceList) corev1.ResourceList {
+	return RequestsWith(vmi, extra, DefaultRatios())
+}
+
+// RequestsWith gives what vmi asks of a node: cpu and memory from
+// spec.domain.resources.requests, else vCPUs/r.CPUAllocationRatio and
+// spec.domain.memory.guest × 100 / r.MemoryOvercommit; plus extra (e.g.
+// one bridge.network.kubevirt.io/<bridge> per bridge interface), added as
+// is. A ratio below 1 counts as its default.
+func RequestsWith(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceList, r Ratios) corev1.ResourceList {
+	if r.CPUAllocationRatio < 1 {
+		r.CPUAllocationRatio = CPUAllocationRatio
+	}
+	if r.MemoryOvercommit < 1 {
+		r.MemoryOvercommit = 100
+	}
 	out := corev1.ResourceList{}
 	d := vmi.Spec.Domain
 	if q, ok := d.Resources.Requests[corev1.ResourceCPU]; ok {
@@ -51,12 +83,16 @@ func Requests(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceList)
 		if c := d.CPU; c != nil {
 			vcpus = int64(max(c.Cores, 1)) * int64(max(c.Sockets, 1)) * int64(max(c.Threads, 1))
 		}
-		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000/CPUAllocationRatio, resource.DecimalSI)
+		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(vcpus*1000/int64(r.CPUAllocationRatio), resource.DecimalSI)
 	}
 	if q, ok := d.Resources.Requests[corev1.ResourceMemory]; ok {
 		out[corev1.ResourceMemory] = q
 	} else if d.Memory != nil && d.Memory.Guest != nil {
-		out[corev1.ResourceMemory] = *d.Memory.Guest
+		mem := *d.Memory.Guest
+		if r.MemoryOvercommit != 100 {
+			mem = *resource.NewQuantity(mem.Value()*100/int64(r.MemoryOvercommit), resource.BinarySI)
+		}
+		out[corev1.ResourceMemory] = mem
 	}
 	for k, q := range extra {
 		sum := out[k]

@@ -91,6 +91,38 @@ func TestRequestsDefaults(t *testing.T) {
 	}
 }
 
+// TestRequestsWith: KubeVirt's cpuAllocationRatio and memoryOvercommit
+// turn a VMI without requests into requests; explicit requests win.
+func TestRequestsWith(t *testing.T) {
+	vmi := virttest.VMISpec("1Gi", nil)
+	vmi.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 2, Sockets: 2}
+	for _, tc := range []struct {
+		name     string
+		ratios   scheduler.Ratios
+		vmi      *kubevirtv1.VirtualMachineInstance
+		cpuMilli int64
+		memory   int64
+	}{
+		{"defaults", scheduler.DefaultRatios(), vmi, 400, 1 << 30},
+		{"cpuAllocationRatio 4", scheduler.Ratios{CPUAllocationRatio: 4, MemoryOvercommit: 100}, vmi, 1000, 1 << 30},
+		{"cpuAllocationRatio 1: a CPU per vCPU", scheduler.Ratios{CPUAllocationRatio: 1, MemoryOvercommit: 100}, vmi, 4000, 1 << 30},
+		{"memoryOvercommit 200: half the guest memory", scheduler.Ratios{CPUAllocationRatio: 10, MemoryOvercommit: 200}, vmi, 400, 1 << 29},
+		{"unset ratios count as the defaults", scheduler.Ratios{}, vmi, 400, 1 << 30},
+		{"explicit requests win", scheduler.Ratios{CPUAllocationRatio: 1, MemoryOvercommit: 200}, func() *kubevirtv1.VirtualMachineInstance {
+			v := vmi.DeepCopy()
+			v.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
+			return v
+		}(), 250, 2 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := scheduler.RequestsWith(tc.vmi, nil, tc.ratios)
+			if cpu, mem := r[corev1.ResourceCPU], r[corev1.ResourceMemory]; cpu.MilliValue() != tc.cpuMilli || mem.Value() != tc.memory {
+				t.Errorf("RequestsWith = cpu %s memory %s, want %dm and %d", cpu.String(), mem.String(), tc.cpuMilli, tc.memory)
+			}
+		})
+	}
+}
+
 // TestSchedulerAPI binds VMIs through the API server: a fitting VMI gets
 // status.nodeName and phase Scheduled; two that together overflow a node
 // are not both placed there; an unfit one stays Pending with the message,

@@ -71,7 +71,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, err.Error())
 	}
-	requests := Requests(vmi, extra)
+	ratios := r.Options.ratios()
+	requests := RequestsWith(vmi, extra, ratios)
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.AgentLabel: "true"}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing nodes labelled %s=true: %w", v1alpha1.AgentLabel, err)
@@ -147,7 +148,10 @@ func (r *Reconciler) placed(ctx context.Context) ([]Placed, error) {
 			extra = known
 		}
 		r.rememberBridges(v.UID, extra)
-		out = append(out, Placed{Node: v.Status.NodeName, Requests: Requests(v, extra)})
+		// Counted with the ratios in force now (KubeVirt fixes a VMI's
+		// requests when its pod is created; converge, without pods,
+		// recounts).
+		out = append(out, Placed{Node: v.Status.NodeName, Requests: RequestsWith(v, extra, r.Options.ratios())})
 	}
 	for uid, a := range r.assumed {
 		if !seen[uid] { // created after the list or deleted: keep counting until the cache says

@@ -32,6 +32,18 @@ type Options struct {
 	// the controller (controller-runtime requires unique controller names
 	// per process); for tests.
 	SkipNameValidation bool
+	// Ratios, when set, gives the ratios of the VMIs' requests (the native
+	// KubeVirt CR's developerConfiguration), read at each decision; nil
+	// means DefaultRatios.
+	Ratios func() Ratios
+}
+
+// ratios gives o.Ratios(), or DefaultRatios.
+func (o Options) ratios() Ratios {
+	if o.Ratios == nil {
+		return DefaultRatios()
+	}
+	return o.Ratios()
 }
 
 // DefaultOptions gives UnschedulableRetry 30 s.

@@ -1,0 +1,146 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"github.com/fluxcd/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// RoleInputs are what a component's roles take besides the operand CR
+// (#RolesOf in components/graph.cue).
+type RoleInputs struct {
+	// Namespace is where the namespaced objects go: the CR's own namespace
+	// for a namespaced CR, the operator's for a cluster-scoped one.
+	Namespace string `json:"namespace"`
+	// Images are the image references the roles run, by name; "node" (the
+	// converge-node image) is required.
+	Images map[string]string `json:"images"`
+}
+
+// Roles is what a native operator derives from one operand CR.
+type Roles struct {
+	// Objects are the roles' objects in fluxcd/pkg/ssa's apply order (CRDs
+	// and Namespaces first, then cluster-scoped RBAC, ServiceAccounts, …,
+	// the workloads last), by namespace and name within a kind.
+	Objects []*unstructured.Unstructured
+	// Refusals name the CR's fields converge does not run, one sentence
+	// each ("spec.<path>: <why>"); while there is one the operator applies
+	// nothing.
+	Refusals []string
+}
+
+// RoleKinds lists the operand kinds that have roles (components/graph.cue
+// Roles), sorted.
+func (e *Engine) RoleKinds() []string {
+	defer e.Lock()()
+	var kinds []string
+	it, err := e.graph.LookupPath(cue.ParsePath("Roles")).Fields()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		kinds = append(kinds, it.Selector().Unquoted())
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// Roles evaluates the roles definition of kind (components/graph.cue
+// Roles[kind], a #RolesOf) for the CR cr: its apiVersion, kind, metadata
+// (name, namespace, labels, annotations, generation) and spec are given
+// to the definition, its status and managed fields are not. It gives the
+// objects ordered for apply and the refusals. An error names the kind,
+// the CR and the CUE path: a CR the definition cannot take (a field of the
+// wrong type) or a definition that does not evaluate.
+func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs) (*Roles, error) {
+	defer e.Lock()()
+	def := e.graph.LookupPath(cue.MakePath(cue.Str("Roles"), cue.Str(kind)))
+	if !def.Exists() {
+		return nil, fmt.Errorf("no roles for kind %s (components/graph.cue Roles)", kind)
+	}
+	what := kind + " " + crName(cr)
+	// Through JSON text, so that a YAML-decoded 10 (a float64) is the CUE
+	// integer 10 that the definitions' int fields accept.
+	b, err := json.Marshal(roleInput(cr))
+	if err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", what, err)
+	}
+	v := def.FillPath(cue.ParsePath("cr"), e.ctx.CompileBytes(b, cue.Filename(what))).
+		FillPath(cue.ParsePath("namespace"), in.Namespace).
+		FillPath(cue.ParsePath("images"), e.ctx.Encode(in.Images))
+	if err := v.LookupPath(cue.ParsePath("cr")).Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, crError(kind, err))
+	}
+	out := &Roles{}
+	if err := v.LookupPath(cue.ParsePath("refusals")).Decode(&out.Refusals); err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+	}
+	objs := v.LookupPath(cue.ParsePath("objects"))
+	if err := objs.Validate(cue.Concrete(true)); err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+	}
+	it, err := objs.Fields()
+	if err != nil {
+		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+	}
+	for it.Next() {
+		var obj map[string]any
+		if err := it.Value().Decode(&obj); err != nil {
+			return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+		}
+		out.Objects = append(out.Objects, &unstructured.Unstructured{Object: obj})
+	}
+	sort.Sort(ssa.SortableUnstructureds(out.Objects))
+	return out, nil
+}
+
+// roleInput is what a roles definition sees of cr.
+func roleInput(cr *unstructured.Unstructured) map[string]any {
+	md := map[string]any{"name": cr.GetName()}
+	if ns := cr.GetNamespace(); ns != "" {
+		md["namespace"] = ns
+	}
+	if l := cr.GetLabels(); len(l) > 0 {
+		md["labels"] = l
+	}
+	if a := cr.GetAnnotations(); len(a) > 0 {
+		md["annotations"] = a
+	}
+	if g := cr.GetGeneration(); g != 0 {
+		md["generation"] = g
+	}
+	out := map[string]any{"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(), "metadata": md}
+	if spec, ok := cr.Object["spec"]; ok {
+		out["spec"] = spec
+	}
+	return out
+}
+
+// crName is "namespace/name" or "name".
+func crName(cr *unstructured.Unstructured) string {
+	if cr.GetNamespace() != "" {
+		return cr.GetNamespace() + "/" + cr.GetName()
+	}
+	return cr.GetName()
+}
+
+// crError formats an error of the CR against its roles definition with the
+// CR's own paths ("spec.imagePullPolicy: …", not
+// "Roles.KubeVirt.cr.spec.imagePullPolicy") and without the positions in
+// the embedded CUE.
+func crError(kind string, err error) error {
+	prefix := "Roles." + kind + ".cr."
+	var lines []string
+	for _, l := range Format(err).(*Error).Lines {
+		if i := strings.Index(l, prefix); i >= 0 {
+			l = l[i+len(prefix):]
+		}
+		lines = append(lines, l)
+	}
+	return &Error{Lines: lines}
+}

@@ -1,0 +1,115 @@
+package graph_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge/internal/graph"
+)
+
+// kubeVirtCR is a KubeVirt CR as the graph derives it and the API server
+// returns it (with status and managed fields the roles must not see).
+func kubeVirtCR(spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt",
+		"metadata": map[string]any{"name": "kubevirt-kubevirt-hyperconverged", "namespace": "kubevirt-hyperconverged",
+			"annotations": map[string]any{"converge.dev/operator": "native"}, "generation": int64(3),
+			"managedFields": []any{map[string]any{"manager": "converge"}}},
+		"status": map[string]any{"phase": "Deploying"},
+	}}
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+// TestRoles evaluates the KubeVirt roles through Engine.Roles: objects in
+// apply order (ServiceAccount and RBAC before the DaemonSet), in the given
+// namespace, running the given node image, placed and pulled per the CR.
+func TestRoles(t *testing.T) {
+	e, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.RoleKinds(); !contains(got, "KubeVirt") {
+		t.Errorf("RoleKinds = %v, want KubeVirt among them", got)
+	}
+	cr := kubeVirtCR(map[string]any{
+		"imagePullPolicy": "Always",
+		"workloads":       map[string]any{"nodePlacement": map[string]any{"nodeSelector": map[string]any{"kubevirt": "yes"}}},
+	})
+	r, err := e.Roles("KubeVirt", cr, graph.RoleInputs{Namespace: "kubevirt-hyperconverged", Images: map[string]string{"node": "registry.local/converge-node:v9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Refusals) != 0 {
+		t.Errorf("refusals %v", r.Refusals)
+	}
+	var kinds []string
+	var ds *unstructured.Unstructured
+	for _, o := range r.Objects {
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+		if o.GetKind() == "DaemonSet" {
+			ds = o
+		}
+	}
+	want := "ClusterRole/converge-vm-agent ClusterRoleBinding/converge-vm-agent ClusterRoleBinding/converge-vm-agent-auth-delegator ServiceAccount/converge-vm-agent DaemonSet/converge-vm-agent"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("objects %s\nwant    %s", got, want)
+	}
+	if ds == nil {
+		t.Fatal("no DaemonSet")
+	}
+	if ds.GetNamespace() != "kubevirt-hyperconverged" {
+		t.Errorf("DaemonSet namespace %q", ds.GetNamespace())
+	}
+	sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector")
+	if sel["kubevirt"] != "yes" {
+		t.Errorf("nodeSelector %v, want the CR's workloads placement", sel)
+	}
+	cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		c := c.(map[string]any)
+		if c["image"] != "registry.local/converge-node:v9" || c["imagePullPolicy"] != "Always" {
+			t.Errorf("container %v: image %v pull %v", c["name"], c["image"], c["imagePullPolicy"])
+		}
+	}
+
+	// A kind without roles, and a CR the definition cannot take.
+	if _, err := e.Roles("SSP", cr, graph.RoleInputs{Namespace: "x", Images: map[string]string{"node": "n"}}); err == nil {
+		t.Error("roles of SSP: no error")
+	}
+	bad := kubeVirtCR(map[string]any{"imagePullPolicy": 3})
+	_, err = e.Roles("KubeVirt", bad, graph.RoleInputs{Namespace: "x", Images: map[string]string{"node": "n"}})
+	t.Logf("bad CR: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "KubeVirt kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged") || !strings.Contains(err.Error(), "imagePullPolicy") {
+		t.Errorf("roles of a KubeVirt with imagePullPolicy 3: %v, want an error naming it", err)
+	}
+}
+
+// BenchmarkRoles measures one derivation of the KubeVirt roles, what the
+// virt operator pays per reconcile of a changed CR.
+func BenchmarkRoles(b *testing.B) {
+	e, err := graph.NewEngine()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr := kubeVirtCR(map[string]any{"workloads": map[string]any{"nodePlacement": map[string]any{"nodeSelector": map[string]any{"kubernetes.io/os": "linux"}}}})
+	in := graph.RoleInputs{Namespace: "kubevirt-hyperconverged", Images: map[string]string{"node": "ghcr.io/converge-dev/converge-node:dev"}}
+	for b.Loop() {
+		if _, err := e.Roles("KubeVirt", cr, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,63 @@
+package virtoperator
+
+import (
+	"context"
+	"errors"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/webhook"
+	"github.com/converge-dev/converge/operators/operand"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
+	"github.com/converge-dev/converge/operators/virt/vmadmission"
+)
+
+// Options configure Setup.
+type Options struct {
+	// Operand are the framework's options (images, version, poll).
+	Operand operand.Options
+	// VirtController, when set, runs virt-controller with these options
+	// (its Gate and Ratios are Setup's).
+	VirtController *virtcontroller.Options
+	// VMValidation serves the VM validation webhook (needs Webhooks).
+	VMValidation bool
+	// Webhooks registers the VM validation webhook.
+	Webhooks *webhook.Registrar
+}
+
+// Setup adds the virt operator to mgr (operand.Setup with Operator) and
+// its roles: virt-controller (when o.VirtController is set) and the VM
+// validation webhook (when o.VMValidation), each held back until a native
+// KubeVirt CR exists, and ending the manager with operand.ErrRoleGone when
+// the last one goes. virt-controller's scheduler takes its ratios, and the
+// webhook its obsolete CPU models, from the deployed native KubeVirt
+// (Configs). mgr's scheme must know kubevirt.io/v1 and the client-go
+// types.
+func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
+	if o.VMValidation && o.Webhooks == nil {
+		return errors.New("virtoperator: the VM validation webhook needs Options.Webhooks")
+	}
+	op := Operator(o.Operand.Images["node"], o.VirtController != nil, o.VMValidation, mgr.GetClient())
+	gates, err := operand.Setup(mgr, engine, op, o.Operand)
+	if err != nil {
+		return err
+	}
+	configs := Configs{Reader: mgr.GetCache(), Log: mgr.GetLogger().WithName(Name)}
+	if o.VirtController != nil {
+		vo := *o.VirtController
+		vo.Gate = func(ctx context.Context) error { return gates.Wait(ctx, RoleVirtController) }
+		vo.Ratios = func() scheduler.Ratios { return configs.Get(context.Background()).Ratios }
+		if err := virtcontroller.Setup(mgr, vo); err != nil {
+			return err
+		}
+	}
+	if o.VMValidation {
+		return o.Webhooks.Register(vmadmission.Webhook(vmadmission.Options{
+			ObsoleteCPUModels: func() map[string]bool { return configs.Get(context.Background()).ObsoleteCPUModels },
+			Ready:             func(ctx context.Context) error { return gates.Wait(ctx, RoleVMValidation) },
+		}))
+	}
+	return nil
+}
