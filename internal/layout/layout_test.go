@@ -117,6 +117,7 @@ var nodeLibraries = []string{
 	"libvirt.org/go/libvirt",
 	"libvirt.org/go/libvirtxml",
 	"github.com/container-storage-interface/spec",
+	"k8s.io/kubelet/pkg/apis/pluginregistration",
 }
 
 // testSupport is what no shipped binary may link: test support, the

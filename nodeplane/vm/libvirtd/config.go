@@ -45,7 +45,12 @@ func Config(o Options) map[string]string {
 			// No AppArmor or SELinux profiles in the container.
 			"security_driver = \"none\"\n" +
 			// QEMU's stdout/stderr and serial logs go through virtlogd.
-			"stdio_handler = \"logd\"\n",
+			"stdio_handler = \"logd\"\n" +
+			// No cgroups of libvirt's own (machine.slice/…): QEMU stays in
+			// the cgroups of the container that runs libvirtd, so the pod's
+			// resources account for its VMs and the kubelet's cleanup of the
+			// pod reaches them, as a virt-launcher pod holds its VM.
+			"cgroup_controllers = [ ]\n",
 	}
 }
 

@@ -102,7 +102,7 @@ func TestConfig(t *testing.T) {
 	for file, lines := range map[string][]string{
 		"libvirtd.conf": {`listen_tcp = 0`, `listen_tls = 0`, `unix_sock_dir = "/x/sock"`, `unix_sock_rw_perms = "0700"`, `auth_unix_rw = "none"`, `log_outputs = "3:stderr"`},
 		"virtlogd.conf": {`log_outputs = "3:stderr"`},
-		"qemu.conf":     {`user = "root"`, `group = "root"`, `dynamic_ownership = 0`, `security_driver = "none"`, `stdio_handler = "logd"`},
+		"qemu.conf":     {`user = "root"`, `group = "root"`, `dynamic_ownership = 0`, `security_driver = "none"`, `stdio_handler = "logd"`, `cgroup_controllers = [ ]`},
 	} {
 		have := strings.Split(c[file], "\n")
 		for _, l := range lines {
