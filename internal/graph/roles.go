@@ -15,13 +15,13 @@ import (
 type RoleInputs struct {
 	// Namespace is where the namespaced objects go: the CR's own namespace
 	// for a namespaced CR, the operator's for a cluster-scoped one.
-	Namespace string
+	Namespace string `json:"namespace"`
 	// Images are the image references the roles run, by name; "node" (the
 	// converge-node image) is required.
-	Images map[string]string
+	Images map[string]string `json:"images"`
 	// Inputs, when not nil, are what the roles take from the cluster
 	// besides the CR (#RolesOf inputs; operand.Inputs reads them).
-	Inputs map[string]any
+	Inputs map[string]any `json:"inputs,omitempty"`
 }
 
 // Roles is what a native operator derives from one operand CR.
