@@ -50,10 +50,12 @@ import (
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/webhook"
+	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/macpool"
+	"github.com/converge-dev/converge/operators/operand"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 	"github.com/converge-dev/converge/reconciler"
@@ -137,8 +139,10 @@ func run() error {
 		mp           = macpool.DefaultSetupOptions()
 		dataVolumes  bool
 		vmValidation bool
+		nodeImage    string
 	)
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
+	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:dev", "the converge-node image the native operators' node roles run")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once the VirtualMachine CRD is installed)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -244,12 +248,24 @@ func run() error {
 			return err
 		}
 	}
+	// The CDI and HostPathProvisioner operators (storage.go); the CDI
+	// roles below wait on the CDI operator's gates.
+	oo := operand.DefaultOptions()
+	oo.Images, oo.Namespace, oo.Version = map[string]string{"node": nodeImage}, wh.namespace(), "dev"
+	cdiGates, err := setupStorageOperators(mgr, engine, oo, wh.namespace())
+	if err != nil {
+		return err
+	}
 	if dataVolumes {
-		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
+		dvo := datavolume.DefaultOptions()
+		dvo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleController) }
+		dvo.CDI = cdioperator.Active(mgr.GetClient())
+		if err := datavolume.Setup(mgr, dvo); err != nil {
 			return err
 		}
 		uo := uploadtoken.DefaultOptions()
 		uo.KeySecret.Namespace, uo.PublicKeys.Namespace = wh.namespace(), wh.namespace()
+		uo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleAPIServer) }
 		if err := uploadtoken.Setup(mgr, uo); err != nil {
 			return err
 		}

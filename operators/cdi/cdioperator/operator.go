@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -86,6 +85,46 @@ func Setup(mgr manager.Manager, engine *graph.Engine, o Options, oo operand.Opti
 	return operand.Setup(mgr, engine, Operator(o), oo)
 }
 
+// Active gives a function that reads, through r, the CDI CR the operator
+// deploys: the native one created first (then by name), not being
+// deleted; nil when there is none. The DataVolume controller follows its
+// spec.config (datavolume.Options.CDI).
+func Active(r client.Reader) func(ctx context.Context) (*unstructured.Unstructured, error) {
+	return func(ctx context.Context) (*unstructured.Unstructured, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(GVK.GroupVersion().WithKind(GVK.Kind + "List"))
+		if err := r.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("listing the CDI CRs: %w", err)
+		}
+		active := oldestNative(list.Items)
+		if active == nil {
+			return nil, nil
+		}
+		return active.DeepCopy(), nil
+	}
+}
+
+// oldestNative gives the native object of objs created first (then by
+// name) that is not being deleted, nil when none.
+func oldestNative(objs []unstructured.Unstructured) *unstructured.Unstructured {
+	var out *unstructured.Unstructured
+	for i := range objs {
+		o := &objs[i]
+		if o.GetAnnotations()[operand.NativeAnnotation] != operand.Native || o.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if out == nil {
+			out = o
+			continue
+		}
+		to, tb := o.GetCreationTimestamp(), out.GetCreationTimestamp()
+		if to.Before(&tb) || (to.Equal(&tb) && o.GetName() < out.GetName()) {
+			out = o
+		}
+	}
+	return out
+}
+
 // Pools gives the storage pools the cdi-importer serves, from hpps (the
 // HostPathProvisioners of the cluster): those of the native one created
 // first (the one converge's HostPathProvisioner operator deploys), not
@@ -93,25 +132,12 @@ func Setup(mgr manager.Manager, engine *graph.Engine, o Options, oo operand.Opti
 // {name, path} in its order (the first is the driver's default). None
 // gives an empty list.
 func Pools(hpps []unstructured.Unstructured) []any {
-	var active []*unstructured.Unstructured
-	for i := range hpps {
-		h := &hpps[i]
-		if h.GetAnnotations()[operand.NativeAnnotation] == operand.Native && h.GetDeletionTimestamp() == nil {
-			active = append(active, h)
-		}
-	}
 	out := []any{}
-	if len(active) == 0 {
+	active := oldestNative(hpps)
+	if active == nil {
 		return out
 	}
-	sort.Slice(active, func(i, j int) bool {
-		ti, tj := active[i].GetCreationTimestamp(), active[j].GetCreationTimestamp()
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return active[i].GetName() < active[j].GetName()
-	})
-	pools, _, _ := unstructured.NestedSlice(active[0].Object, "spec", "storagePools")
+	pools, _, _ := unstructured.NestedSlice(active.Object, "spec", "storagePools")
 	for _, p := range pools {
 		m, ok := p.(map[string]any)
 		if !ok {
