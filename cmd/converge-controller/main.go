@@ -14,11 +14,14 @@
 // itself.
 //
 // It is also the native operators (operators/operand): the virt operator
-// (operators/virt/virtoperator, KubeVirt CRs) and the network operator
-// (operators/network/addonsoperator, NetworkAddonsConfigs) derive the
+// (operators/virt/virtoperator, KubeVirt CRs), the network operator
+// (operators/network/addonsoperator, NetworkAddonsConfigs), the CDI
+// operator (operators/cdi/cdioperator) and the HostPathProvisioner
+// operator (operators/hostpath/hppoperator) derive the
 // roles of the operand CRs marked converge.dev/operator: native, running
 // --node-image, and start converge-controller's own roles (virt-controller,
-// the VM validation webhook, the MAC pool) only while a native CR wants
+// the VM validation webhook, the MAC pool, the DataVolume controller and
+// the upload token issuer) only while a native CR wants
 // them; when the last one goes the process ends with operand.ErrRoleGone
 // so that it restarts without them.
 package main
@@ -60,6 +63,7 @@ import (
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/webhook"
+	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
@@ -154,7 +158,7 @@ func run() error {
 	)
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed; converge-node cdi-importer imports and takes uploads)")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -255,12 +259,26 @@ func run() error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	// The native operators share one operand.Options: the images their
+	// roles run, the namespace of cluster-scoped CRs' roles, the version
+	// they report. The CDI and HostPathProvisioner operators (storage.go)
+	// come first: the CDI roles below wait on the CDI operator's gates.
+	oo := operand.DefaultOptions()
+	oo.Images, oo.Namespace, oo.Version = map[string]string{"node": nodeImage}, operandNS, cli.Version
+	cdiGates, err := setupStorageOperators(mgr, engine, oo, wh.namespace())
+	if err != nil {
+		return err
+	}
 	if dataVolumes {
-		if err := datavolume.Setup(mgr, datavolume.DefaultOptions()); err != nil {
+		dvo := datavolume.DefaultOptions()
+		dvo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleController) }
+		dvo.CDI = cdioperator.Active(mgr.GetClient())
+		if err := datavolume.Setup(mgr, dvo); err != nil {
 			return err
 		}
 		uo := uploadtoken.DefaultOptions()
 		uo.KeySecret.Namespace, uo.PublicKeys.Namespace = wh.namespace(), wh.namespace()
+		uo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleAPIServer) }
 		if err := uploadtoken.Setup(mgr, uo); err != nil {
 			return err
 		}
@@ -287,8 +305,6 @@ func run() error {
 	}
 	// The native operators: each consumes the operand CRs marked native
 	// and gates its converge-controller roles on them.
-	oo := operand.DefaultOptions()
-	oo.Images, oo.Namespace, oo.Version = map[string]string{"node": nodeImage}, operandNS, cli.Version
 	vo := virtoperator.Options{Operand: oo, Webhooks: webhooks}
 	if virt {
 		vc := virtcontroller.DefaultOptions()

@@ -23,8 +23,8 @@ import (
 var agentDefinitions = map[string]string{
 	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
 	"./components/cnao": `(#Roles & {cr: {apiVersion: "networkaddonsoperator.network.kubevirt.io/v1", kind: "NetworkAddonsConfig", metadata: name: "cluster", spec: linuxBridge: {}}, namespace: "converge-system", images: node: "node:dev"}).objects`,
-	"./components/cdi":  `(#Importer & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, resources: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
-	"./components/hpp":  `(#Driver & {namespace: "kubevirt-hyperconverged", pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], workload: {}, image: "node:dev", imagePullPolicy: "IfNotPresent", labels: {}}).objects`,
+	"./components/cdi":  `(#Roles & {cr: {apiVersion: "cdi.kubevirt.io/v1beta1", kind: "CDI", metadata: name: "cdi"}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: {pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], uploadKeysNamespace: "converge-system"}}).objects`,
+	"./components/hpp":  `(#Roles & {cr: {apiVersion: "hostpathprovisioner.kubevirt.io/v1beta1", kind: "HostPathProvisioner", metadata: name: "hpp", spec: storagePools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}]}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
 }
 
 // agentContainer is one container (or initContainer) of a derived

@@ -20,6 +20,9 @@ type RoleInputs struct {
 	// Images are the image references the roles run, by name; "node" (the
 	// converge-node image) is required.
 	Images map[string]string `json:"images"`
+	// Inputs, when not nil, are what the roles take from the cluster
+	// besides the CR (#RolesOf inputs; operand.Inputs reads them).
+	Inputs map[string]any `json:"inputs,omitempty"`
 }
 
 // Roles is what a native operator derives from one operand CR.
@@ -73,6 +76,9 @@ func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs
 	v := def.FillPath(cue.ParsePath("cr"), e.ctx.CompileBytes(b, cue.Filename(what))).
 		FillPath(cue.ParsePath("namespace"), in.Namespace).
 		FillPath(cue.ParsePath("images"), e.ctx.Encode(in.Images))
+	if in.Inputs != nil {
+		v = v.FillPath(cue.ParsePath("inputs"), e.ctx.Encode(in.Inputs))
+	}
 	if err := v.LookupPath(cue.ParsePath("cr")).Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, crError(kind, err))
 	}

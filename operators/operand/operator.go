@@ -45,6 +45,9 @@ type Operator struct {
 	// Roles are the component's converge-controller roles, gated on the
 	// native CRs that want them (Gates).
 	Roles []Role
+	// Inputs, when set, are what the roles take from the cluster besides
+	// the CR (#RolesOf inputs).
+	Inputs *Inputs
 }
 
 // Role is one converge-controller role of a component (virt-controller,

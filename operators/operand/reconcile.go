@@ -80,11 +80,16 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	var failure *Failure
 	var applyErr error
 	var inv *v1alpha1.Inventory
+	changed := false
 	first, err := r.deployed(ctx, cr)
 	if err != nil {
 		return err
 	}
-	roles, err := r.engine.Roles(r.op.GVK.Kind, cr, graph.RoleInputs{Namespace: ns, Images: r.o.Images})
+	inputs, err := r.readInputs(ctx, cr)
+	if err != nil {
+		return fmt.Errorf("%s: reading the roles' inputs: %w", r.what(cr), err)
+	}
+	roles, err := r.engine.Roles(r.op.GVK.Kind, cr, graph.RoleInputs{Namespace: ns, Images: r.o.Images, Inputs: inputs})
 	switch {
 	case first != "":
 		failure = &Failure{Reason: ReasonExisting, Message: fmt.Sprintf("%s is deployed already; converge runs one %s", first, r.op.GVK.Kind)}
@@ -105,6 +110,7 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 			Revision: fmt.Sprintf("generation %d", cr.GetGeneration())})
 		if res != nil {
 			inv = res.Inventory
+			changed = workloadChanged(res.ChangeSet)
 		}
 		if err != nil {
 			applyErr = fmt.Errorf("%s: applying the roles: %w", r.what(cr), err)
@@ -129,7 +135,7 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	}
 	status, _, _ := unstructured.NestedMap(cr.Object, "status")
 	report := Compute(Observation{Generation: cr.GetGeneration(), Version: r.o.Version, Readiness: readiness,
-		Failure: failure, Previous: r.op.Status.Previous(status)}, metav1.NewTime(time.Now().Truncate(time.Second)))
+		Failure: failure, Changed: changed, Previous: r.op.Status.Previous(status)}, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if err := r.writeStatus(ctx, cr, report); err != nil {
 		return err
 	}

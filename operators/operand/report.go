@@ -82,6 +82,10 @@ type Observation struct {
 	Failure *Failure
 	// Deleting: the CR is deleted, or left native mode.
 	Deleting bool
+	// Changed: this reconcile created or changed a workload although the
+	// CR's generation did not change (an input changed, or converge's
+	// version and so its images): what follows is a rollout, not a loss.
+	Changed  bool
 	Previous Previous
 }
 
@@ -113,9 +117,11 @@ type Report struct {
 //   - a pod failing: Degraded=True, Available=False, Progressing=False,
 //     ComponentFailing, naming the workload and pod.
 //   - not ready although Available at this generation before (a pod
-//     deleted, a node lost): Degraded=True, Available=False,
-//     Progressing=True, ComponentNotReady.
-//   - not ready after a new generation of a CR that was deployed:
+//     deleted, a node lost), and still not ready after that: Degraded=True,
+//     Available=False, Progressing=True, ComponentNotReady — unless this
+//     reconcile changed a workload (Changed).
+//   - not ready after a new generation of a CR that was deployed, or
+//     after a change of its workloads at the same generation (Changed):
 //     Progressing=True, Available=False, UpdateInProgress.
 //   - otherwise: Progressing=True, Available=False, DeploymentInProgress.
 //
@@ -133,6 +139,8 @@ func Compute(o Observation, now metav1.Time) Report {
 		meta.SetStatusCondition(&conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: now})
 	}
 	wasAvailable := meta.IsStatusConditionTrue(o.Previous.Conditions, ConditionAvailable)
+	deg := meta.FindStatusCondition(o.Previous.Conditions, ConditionDegraded)
+	wasNotReady := deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == ReasonNotReady
 	rd := o.Readiness
 	switch {
 	case o.Deleting:
@@ -156,7 +164,7 @@ func Compute(o Observation, now metav1.Time) Report {
 		set(ConditionAvailable, false, ReasonFailing, rd.Failing)
 		set(ConditionProgressing, false, ReasonFailing, rd.Failing)
 		set(ConditionDegraded, true, ReasonFailing, rd.Failing)
-	case wasAvailable && o.Previous.ObservedGeneration == o.Generation:
+	case (wasAvailable || wasNotReady) && o.Previous.ObservedGeneration == o.Generation && !o.Changed:
 		set(ConditionAvailable, false, ReasonNotReady, rd.Message)
 		set(ConditionProgressing, true, ReasonNotReady, rd.Message)
 		set(ConditionDegraded, true, ReasonNotReady, rd.Message)

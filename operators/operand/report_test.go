@@ -23,6 +23,11 @@ func TestCompute(t *testing.T) {
 		{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: ReasonReady, LastTransitionTime: t0},
 	}
 	deployed := Previous{Conditions: available, ObservedGeneration: 2, ObservedVersion: "v1"}
+	lost := Previous{ObservedGeneration: 2, ObservedVersion: "v1", Conditions: []metav1.Condition{
+		{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: ReasonNotReady, LastTransitionTime: t0},
+		{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonNotReady, LastTransitionTime: t0},
+		{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonNotReady, LastTransitionTime: t0},
+	}}
 	type cond struct {
 		status  metav1.ConditionStatus
 		reason  string
@@ -54,6 +59,14 @@ func TestCompute(t *testing.T) {
 		{name: "a pod lost at the same generation is Degraded",
 			o:         Observation{Generation: 2, Version: "v1", Readiness: notReady, Previous: deployed},
 			available: cond{"False", ReasonNotReady, "DaemonSet ns/agent"}, progressing: cond{"True", ReasonNotReady, ""}, degraded: cond{"True", ReasonNotReady, "pod agent-x"},
+			phase: PhaseDeployed, observed: "v1"},
+		{name: "a lost pod stays Degraded on the next reconcile",
+			o:         Observation{Generation: 2, Version: "v1", Readiness: notReady, Previous: lost},
+			available: cond{"False", ReasonNotReady, "DaemonSet ns/agent"}, progressing: cond{"True", ReasonNotReady, ""}, degraded: cond{"True", ReasonNotReady, "pod agent-x"},
+			phase: PhaseDeployed, observed: "v1", keepTime: true},
+		{name: "a workload changed at the same generation (an input) is an update, not a loss",
+			o:         Observation{Generation: 2, Version: "v1", Readiness: notReady, Changed: true, Previous: deployed},
+			available: cond{"False", ReasonUpdating, "DaemonSet ns/agent"}, progressing: cond{"True", ReasonUpdating, ""}, degraded: cond{"False", ReasonUpdating, ""},
 			phase: PhaseDeployed, observed: "v1"},
 		{name: "a crash loop is Degraded, naming the pod",
 			o:         Observation{Generation: 1, Version: "v1", Readiness: Readiness{Message: "x", Failing: "DaemonSet ns/agent: pod agent-x: container c CrashLoopBackOff"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,9 @@ import (
 // o (a name, a kind with roles in the engine's components, a CRD, the
 // node image, a namespace for a cluster-scoped kind), adds a cache of
 // what the operator applies (objects and pods carrying its owner labels)
-// and a leader-only runnable that waits for op.CRD to be established
-// (polling every o.Poll) and then starts the controller, plus one
+// and a leader-only runnable that waits for op.CRD (and the CRDs of
+// op.Inputs) to be established (polling every o.Poll) and then starts the
+// controller, plus one
 // leader-only runnable per role that ends the manager with ErrRoleGone
 // once the last native CR wanting the role is gone. mgr's scheme must know
 // the client-go types.
@@ -63,10 +65,10 @@ func Setup(mgr manager.Manager, engine *graph.Engine, op Operator, o Options) (*
 		pipeline: reconciler.NewPipeline(mgr.GetClient(), roles, popts), gates: gates,
 		log: mgr.GetLogger().WithName(op.Name)}
 	if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
-		if !crdwait.Wait(ctx, mgr.GetAPIReader(), o.Poll, op.CRD) {
+		if !crdwait.Wait(ctx, mgr.GetAPIReader(), o.Poll, op.crds()...) {
 			return nil
 		}
-		r.log.Info(op.CRD + " established; starting the operator")
+		r.log.Info(strings.Join(op.crds(), ", ") + " established; starting the operator")
 		if err := r.setupController(mgr, roles); err != nil {
 			return fmt.Errorf("%s: %w", op.Name, err)
 		}
@@ -131,14 +133,22 @@ func (r *Reconciler) setupController(mgr manager.Manager, roles cache.Cache) err
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[r.op.ownerGroup()+"/namespace"], Name: name}}}
 	})
 	skip := r.o.SkipNameValidation
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.op.Name).
 		WithOptions(controller.Options{SkipNameValidation: &skip}).
 		For(cr, builder.WithPredicates(ours)).
 		WatchesRawSource(source.Kind(roles, client.Object(&appsv1.DaemonSet{}), owner)).
 		WatchesRawSource(source.Kind(roles, client.Object(&appsv1.Deployment{}), owner)).
-		WatchesRawSource(source.Kind(roles, client.Object(&corev1.Pod{}), owner)).
-		Complete(r)
+		WatchesRawSource(source.Kind(roles, client.Object(&corev1.Pod{}), owner))
+	// An input's change re-derives every CR (Operator.Inputs).
+	if r.op.Inputs != nil {
+		for _, gvk := range r.op.Inputs.Watch {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(u), r.everyCR()))
+		}
+	}
+	return b.Complete(r)
 }
 
 // leaderRunnable is a manager runnable that runs on the leader only.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,20 @@ import (
 // workloadKinds are the kinds whose readiness the status is computed
 // from; the pipeline does not wait for them (health rule "none").
 var workloadKinds = map[string]bool{"DaemonSet": true, "Deployment": true}
+
+// workloadChanged reports whether cs holds a DaemonSet or Deployment
+// created or configured.
+func workloadChanged(cs *ssa.ChangeSet) bool {
+	if cs == nil {
+		return false
+	}
+	for _, e := range cs.Entries {
+		if workloadKinds[e.ObjMetadata.GroupKind.Kind] && (e.Action == ssa.CreatedAction || e.Action == ssa.ConfiguredAction) {
+			return true
+		}
+	}
+	return false
+}
 
 // withTemplateLabels gives objs with labels added to the pod template of
 // every DaemonSet and Deployment, so that their pods carry the owner

@@ -37,4 +37,17 @@
 // Owned).
 // Uploads are placed like imports (PickNode counts them) since the same
 // agent serves them.
+//
+// Filesystem overhead. The PVC of a spec.storage DataVolume of volume mode
+// Filesystem asks for the requested size aligned to 1 MiB and divided by
+// 1 - overhead (RequiredSpace), the overhead being the CDI CR's
+// spec.config.filesystemOverhead for the claim's StorageClass, else its
+// global, else 0.055 (Overhead), as CDI's renderPvcSpecVolumeSize over its
+// CDIConfig; spec.pvc and Block claims keep their size. The CDI CR is the
+// one the CDI operator deploys (Options.CDI). The cdi-importer still
+// writes disk.img at the bound capacity, not the capacity less the
+// overhead as CDI's importer does.
+//
+// In converge-controller the controller runs only while a native CDI
+// exists (Options.Gate, the CDI operator's cdi-controller role).
 package datavolume

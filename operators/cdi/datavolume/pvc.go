@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
@@ -13,10 +14,12 @@ import (
 // ClaimSpec gives the PVC spec of dv: a copy of spec.pvc, or spec.storage
 // with CDI's defaults when it leaves them out (accessModes
 // [ReadWriteOnce], volumeMode Filesystem; CDI reads them from the
-// StorageProfile, which converge does not have). The size
-// (resources.requests.storage) is required; the error names the
-// DataVolume and the field.
-func ClaimSpec(dv *cdiv1.DataVolume) (corev1.PersistentVolumeClaimSpec, error) {
+// StorageProfile, which converge does not have) and, for a Filesystem
+// volume, its size grown by the filesystem overhead (RequiredSpace, as
+// CDI's renderPvcSpecVolumeSize; spec.pvc is taken as it is, as CDI
+// does). The size (resources.requests.storage) is required; the error
+// names the DataVolume and the field.
+func ClaimSpec(dv *cdiv1.DataVolume, overhead float64) (corev1.PersistentVolumeClaimSpec, error) {
 	var spec corev1.PersistentVolumeClaimSpec
 	switch {
 	case dv.Spec.PVC != nil && dv.Spec.Storage != nil:
@@ -46,6 +49,11 @@ func ClaimSpec(dv *cdiv1.DataVolume) (corev1.PersistentVolumeClaimSpec, error) {
 		}
 		return spec, fmt.Errorf("DataVolume %s/%s: %s.resources.requests.storage is missing; expected a size such as 10Gi", dv.Namespace, dv.Name, f)
 	}
+	if dv.Spec.Storage != nil && *spec.VolumeMode == corev1.PersistentVolumeFilesystem {
+		q := spec.Resources.Requests[corev1.ResourceStorage]
+		spec.Resources.Requests = spec.Resources.Requests.DeepCopy()
+		spec.Resources.Requests[corev1.ResourceStorage] = *resource.NewQuantity(RequiredSpace(overhead, q.Value()), resource.BinarySI)
+	}
 	return spec, nil
 }
 
@@ -53,14 +61,15 @@ func ClaimSpec(dv *cdiv1.DataVolume) (corev1.PersistentVolumeClaimSpec, error) {
 // controller-owned by dv, dv's labels, CDI's import annotations of
 // api/datavolume (AnnSource, AnnEndpoint, AnnSecret, AnnCertConfigMap,
 // AnnContentType, AnnCreatedForDataVolume; for an upload
-// AnnUploadRequest="" as CDI's upload controller) and the spec of ClaimSpec. Errors (unsupported
-// source, no size) name the DataVolume.
-func NewPVC(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
+// AnnUploadRequest="" as CDI's upload controller) and the spec of
+// ClaimSpec with the filesystem overhead overhead (Overhead). Errors
+// (unsupported source, no size) name the DataVolume.
+func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeClaim, error) {
 	kind, err := dvapi.SourceKind(dv)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := ClaimSpec(dv)
+	spec, err := ClaimSpec(dv, overhead)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,9 +21,12 @@ import (
 
 // Reconciler is the DataVolume controller: it creates each DataVolume's
 // PVC (NewPVC), places WaitForFirstConsumer imports on a node (PickNode)
-// and writes ControllerStatus. Client reads from the manager's cache.
+// and writes ControllerStatus. Client reads from the manager's cache; CDI
+// (Options.CDI, optional) gives the CDI CR whose filesystem overhead the
+// PVCs get.
 type Reconciler struct {
 	Client client.Client
+	CDI    func(ctx context.Context) (*unstructured.Unstructured, error)
 }
 
 // Reconcile handles one DataVolume. It returns an error (and so a requeue
@@ -44,7 +48,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pvc = nil
 	}
 	if pvc == nil && !dvapi.Owned(dv.Status.Phase) {
-		want, err := NewPVC(dv)
+		overhead, err := r.overhead(ctx, dv)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+		}
+		want, err := NewPVC(dv, overhead)
 		if err != nil {
 			return ctrl.Result{}, r.fail(ctx, dv, err)
 		}
@@ -95,6 +103,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, dv, st)
 }
+
+// overhead gives the filesystem overhead of dv's claim (Overhead): the
+// StorageClass spec.storage (or spec.pvc) names, else the cluster's
+// default StorageClass (annotated storageclass.kubernetes.io/
+// is-default-class: "true"; the newest, then by name, as CDI's
+// GetDefaultStorageClass), else none (the global value).
+func (r *Reconciler) overhead(ctx context.Context, dv *cdiv1.DataVolume) (float64, error) {
+	if r.CDI == nil || dv.Spec.Storage == nil {
+		return 0, nil
+	}
+	cdi, err := r.CDI(ctx)
+	if err != nil || cdi == nil {
+		return 0, err
+	}
+	if name := dv.Spec.Storage.StorageClassName; name != nil {
+		return Overhead(cdi, *name)
+	}
+	list := &storagev1.StorageClassList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing StorageClasses for the default one: %w", err)
+	}
+	var def *storagev1.StorageClass
+	for i := range list.Items {
+		sc := &list.Items[i]
+		if sc.Annotations[defaultClassAnnotation] != "true" {
+			continue
+		}
+		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
+			(sc.CreationTimestamp.Equal(&def.CreationTimestamp) && sc.Name < def.Name) {
+			def = sc
+		}
+	}
+	if def == nil {
+		return Overhead(cdi, "")
+	}
+	return Overhead(cdi, def.Name)
+}
+
+// defaultClassAnnotation marks the cluster's default StorageClass.
+const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
 // pickNode lists nodes and placed PVCs from the cache and applies PickNode;
 // every DataVolume PVC counts (AnnSource is http, none or upload).

@@ -20,8 +20,8 @@ import (
 // Setup registers the "datavolume" controller with mgr once the
 // DataVolume CRD (api/datavolume's CRDName) is established (converge
 // installs it in the graph's "crds" stage, so it may appear after
-// converge-controller starts); until then it polls every opts.CRDPoll
-// (internal/crdwait). mgr's scheme must know cdi.kubevirt.io/v1beta1
+// converge-controller starts; until then it polls every opts.CRDPoll,
+// internal/crdwait) and opts.Gate, when set, opened. mgr's scheme must know cdi.kubevirt.io/v1beta1
 // (cdiv1.AddToScheme of
 // kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1) and
 // the client-go types. As virtcontroller.Setup.
@@ -30,7 +30,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, dvapi.CRDName) {
 			return nil
 		}
-		ctrl.Log.WithName("datavolume").Info("DataVolume CRD established; starting the DataVolume controller")
+		if opts.Gate != nil {
+			ctrl.Log.WithName("datavolume").Info("DataVolume CRD established; waiting for a native CDI")
+			if err := opts.Gate(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("datavolume: %w", err)
+			}
+		}
+		ctrl.Log.WithName("datavolume").Info("starting the DataVolume controller")
 		if err := register(mgr, opts); err != nil {
 			return err
 		}
@@ -40,7 +49,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 func register(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{Client: mgr.GetClient()}
+	r := &Reconciler{Client: mgr.GetClient(), CDI: opts.CDI}
 	// A new or newly Ready importer node may unblock DataVolumes waiting
 	// for one.
 	waiting := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -123,7 +123,7 @@ func TestNewPVC(t *testing.T) {
 		dv := base()
 		dv.Spec.Source = &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: "http://h/i.qcow2", CertConfigMap: "ca"}}
 		dv.Spec.Storage = &cdiv1.StorageSpec{StorageClassName: &sc, Resources: size}
-		p, err := NewPVC(dv)
+		p, err := NewPVC(dv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestNewPVC(t *testing.T) {
 		block := corev1.PersistentVolumeBlock
 		dv.Spec.Source = &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}
 		dv.Spec.PVC = &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, VolumeMode: &block, Resources: size}
-		p, err := NewPVC(dv)
+		p, err := NewPVC(dv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestNewPVC(t *testing.T) {
 		dv := base()
 		dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
 		dv.Spec.Storage = &cdiv1.StorageSpec{StorageClassName: &sc, Resources: size}
-		p, err := NewPVC(dv)
+		p, err := NewPVC(dv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestNewPVC(t *testing.T) {
 	for _, tc := range errs {
 		dv := base()
 		tc.mut(dv)
-		_, err := NewPVC(dv)
+		_, err := NewPVC(dv, 0)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "DataVolume n/d: ") {
 			t.Errorf("%s: error %v, want one naming DataVolume n/d and containing %q", tc.name, err, tc.want)
 		}

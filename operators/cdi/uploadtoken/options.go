@@ -1,6 +1,7 @@
 package uploadtoken
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +31,11 @@ type Options struct {
 	// SkipNameValidation lets several managers in one process register the
 	// controller; for tests.
 	SkipNameValidation bool
+	// Gate, when set, holds the Issuer back once the CRD is established
+	// until it returns nil: the CDI operator's gate of its cdi-apiserver
+	// role (operand.Gates.Wait), open once a native CDI exists. An error
+	// other than the context's ends the manager.
+	Gate func(ctx context.Context) error
 }
 
 // DefaultOptions gives the Secret converge-system/converge-upload-token-key

@@ -19,8 +19,9 @@ const CRDName = "uploadtokenrequests.upload.cdi.kubevirt.io"
 // Setup adds the Issuer to mgr, whose scheme must know
 // upload.cdi.kubevirt.io/v1beta1 (uploadv1.AddToScheme) and core/v1. It
 // waits (polling opts.CRDPoll, internal/crdwait) for the UploadTokenRequest
-// CRD to be established, as datavolume.Setup does for DataVolumes, then
-// ensures the signing key (EnsureKeys) and starts the controller. RBAC:
+// CRD to be established, as datavolume.Setup does for DataVolumes, and
+// for opts.Gate when set, then ensures the signing key (EnsureKeys) and
+// starts the controller. RBAC:
 // get, list, watch, delete uploadtokenrequests and update
 // uploadtokenrequests/status; get, create secrets and get, create, update
 // configmaps in the keys' namespace (which must exist).
@@ -31,6 +32,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if !crdwait.Wait(ctx, mgr.GetAPIReader(), opts.CRDPoll, CRDName) {
 			return nil
+		}
+		if opts.Gate != nil {
+			if err := opts.Gate(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("upload token issuer: %w", err)
+			}
 		}
 		// uncached: a cached Get would watch every Secret in the cluster
 		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/operators/cdi/cdioperator"
+	"github.com/converge-dev/converge/operators/hostpath/hppoperator"
+	"github.com/converge-dev/converge/operators/operand"
+)
+
+// setupStorageOperators adds the native operators of the storage operands
+// to mgr: the CDI operator (operators/cdi/cdioperator; its cdi-importer
+// reads the upload token public keys in keysNamespace) and the
+// HostPathProvisioner operator (operators/hostpath/hppoperator), both with
+// oo. It gives the CDI operator's gates, which the DataVolume controller
+// and the upload token issuer wait on.
+func setupStorageOperators(mgr manager.Manager, engine *graph.Engine, oo operand.Options, keysNamespace string) (*operand.Gates, error) {
+	gates, err := cdioperator.Setup(mgr, engine, cdioperator.Options{UploadKeysNamespace: keysNamespace}, oo)
+	if err != nil {
+		return nil, err
+	}
+	if err := hppoperator.Setup(mgr, engine, oo); err != nil {
+		return nil, err
+	}
+	return gates, nil
+}

@@ -1,0 +1,185 @@
+package hppoperator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/operators/hostpath/hppoperator"
+	"github.com/converge-dev/converge/operators/operand"
+)
+
+// ns is the operator's namespace, where the roles of the cluster-scoped
+// HostPathProvisioner go.
+const ns = "converge-system"
+
+// condition gives u's condition typ as "Status Reason: message".
+func condition(u *unstructured.Unstructured, typ string) string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, x := range raw {
+		m := x.(map[string]any)
+		if m["type"] == typ {
+			return fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return ""
+}
+
+// TestOperator runs the HostPathProvisioner operator on a real API server
+// with kube-controller-manager's DaemonSet controller and garbage
+// collector and a Node without a kubelet: the CR's pools give the
+// CSIDriver, a StorageClass each and the hostpath-csi DaemonSet with
+// kubelet registration, whose pod is created and never runs, so the CR
+// truthfully reads Progressing naming the DaemonSet and the pod; a new
+// pool is applied (its StorageClass, its --storage-pool); a pvcTemplate
+// pool is refused naming it, leaving what runs; a pool removed has its
+// StorageClass pruned; deleting the CR removes everything, the
+// cluster-scoped CSIDriver and StorageClasses included.
+func TestOperator(t *testing.T) {
+	e, c := controlplane.StartWithControllerManagerForTest(t, "daemonset-controller", "garbage-collector-controller")
+	scheme := c.Scheme()
+	crdtest.Install(t, c, "hostpathprovisioners")
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, node} {
+		must(t, c.Create(ctx, o))
+	}
+	// The API server taints a new Node not-ready until a kubelet reports;
+	// none runs here: lift it as the node lifecycle controller would.
+	node.Spec.Taints = nil
+	must(t, c.Update(ctx, node))
+
+	engine, err := graph.NewEngine()
+	must(t, err)
+	o := operand.DefaultOptions()
+	o.Images, o.Namespace, o.Version = map[string]string{"node": "registry.local/converge-node:test"}, ns, "v-test"
+	o.Poll, o.WaitTimeout, o.SkipNameValidation = 200*time.Millisecond, 30*time.Second, true
+	controlplane.RunManagerForTest(t, e, scheme, func(mgr ctrl.Manager) error { return hppoperator.Setup(mgr, engine, o) })
+
+	hpp := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "hostpath-provisioner", "annotations": map[string]any{operand.NativeAnnotation: operand.Native}},
+		"spec": map[string]any{"workload": map[string]any{"nodeSelector": map[string]any{"kubernetes.io/os": "linux"}},
+			"storagePools": []any{map[string]any{"name": "local", "path": "/var/hpvolumes"}}},
+	}}
+	hpp.SetGroupVersionKind(hppoperator.GVK)
+	must(t, c.Create(ctx, hpp))
+	wait := func(what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(hppoperator.GVK)
+			err := c.Get(ctx, client.ObjectKeyFromObject(hpp), u)
+			if err == nil && ok(u) {
+				return u
+			}
+			if time.Now().After(deadline) {
+				st, _, _ := unstructured.NestedMap(u.Object, "status")
+				t.Fatalf("HostPathProvisioner: %s not reached in 1m (get: %v); status %v", what, err, st)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	got := wait("Progressing on the driver's pending pod", func(u *unstructured.Unstructured) bool {
+		p := condition(u, "Progressing")
+		return strings.Contains(p, "True DeploymentInProgress: Deploying version v-test: DaemonSet converge-system/hostpath-provisioner-csi: 0 of 1 pods ready, pod hostpath-provisioner-csi-") &&
+			strings.Contains(p, "not scheduled to a node yet")
+	})
+	t.Logf("HostPathProvisioner Progressing on the driver's pod %s after its creation", time.Since(start).Round(time.Millisecond))
+	if a, d := condition(got, "Available"), condition(got, "Degraded"); !strings.HasPrefix(a, "False") || !strings.HasPrefix(d, "False") {
+		t.Errorf("Available = %s, Degraded = %s; want both False while the pod does not run", a, d)
+	}
+	for field, want := range map[string]any{"phase": "Deploying", "operatorVersion": "v-test", "targetVersion": "v-test"} {
+		if v, _, _ := unstructured.NestedFieldNoCopy(got.Object, "status", field); v != want {
+			t.Errorf("status.%s = %v, want %v", field, v, want)
+		}
+	}
+	roles := []client.Object{
+		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt.io.hostpath-provisioner"}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-csi-local"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hostpath-provisioner-admin-csi"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-provisioner-admin-csi"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-provisioner-admin-csi"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hostpath-provisioner-csi"}},
+	}
+	for _, o := range roles {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Errorf("%T %s: %v", o, o.GetName(), err)
+		}
+	}
+	ds := &appsv1.DaemonSet{}
+	dsKey := types.NamespacedName{Namespace: ns, Name: "hostpath-provisioner-csi"}
+	must(t, c.Get(ctx, dsKey, ds))
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--kubelet-registration", "--storage-pool=local=/var/hpvolumes"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("driver args %v lack %s", args, want)
+		}
+	}
+	if ds.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" || ds.Spec.Template.Labels["hostpath-provisioner-operator.converge.dev/name"] != "hostpath-provisioner" {
+		t.Errorf("pod template: nodeSelector %v, labels %v", ds.Spec.Template.Spec.NodeSelector, ds.Spec.Template.Labels)
+	}
+
+	// A new pool: applied, generation 2 observed.
+	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"},{"name":"fast","path":"/mnt/fast"}]}}`))))
+	wait("generation 2 observed", func(u *unstructured.Unstructured) bool {
+		g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return g == 2 && !strings.HasPrefix(condition(u, "Degraded"), "True")
+	})
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return c.Get(ctx, dsKey, ds) == nil && slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--storage-pool=fast=/mnt/fast")
+	})
+	must(t, c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{}))
+
+	// A pvcTemplate pool: refused, nothing changes.
+	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"},{"name":"fast","path":"/mnt/fast","pvcTemplate":{"resources":{"requests":{"storage":"10Gi"}}}}]}}`))))
+	wait("Degraded naming the pvcTemplate", func(u *unstructured.Unstructured) bool {
+		return strings.HasPrefix(condition(u, "Degraded"), "True UnsupportedConfiguration: spec.storagePools[1].pvcTemplate: pools backed by a PVC per node")
+	})
+	must(t, c.Get(ctx, dsKey, ds))
+	if !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--storage-pool=fast=/mnt/fast") {
+		t.Errorf("driver args changed by a refused CR: %v", ds.Spec.Template.Spec.Containers[0].Args)
+	}
+
+	// The pool removed: its StorageClass is pruned.
+	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"}]}}`))))
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{}))
+	})
+
+	// Deletion removes everything derived, cluster-scoped objects too.
+	must(t, c.Delete(ctx, hpp))
+	controlplane.Eventually(t, time.Minute, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(hpp), hpp.DeepCopy()))
+	})
+	for _, o := range roles {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s left after the HostPathProvisioner was deleted: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,39 @@
+// Package hppoperator is converge's HostPathProvisioner operator, the
+// counterpart of hostpath-provisioner-operator: a thin package on
+// operators/operand. For each HostPathProvisioner marked
+// converge.dev/operator: native (the graph applies the CR from Git, as
+// the user creates it upstream) it derives components/hpp #Roles — the
+// CSIDriver kubevirt.io.hostpath-provisioner, one WaitForFirstConsumer
+// StorageClass hostpath-csi-<pool> per pool (upstream leaves
+// StorageClasses to the user), the provisioner's ServiceAccount and RBAC,
+// and the DaemonSet hostpath-provisioner-csi running converge-node
+// hostpath-csi: the CSI driver, the node's provisioner and its kubelet
+// registration (node-driver-registrar's role) in one container — applies
+// them in the operator's namespace and writes the CR's status (Available,
+// Progressing, Degraded from the DaemonSet's real readiness;
+// observedGeneration; phase, operatorVersion, targetVersion,
+// observedVersion). It has no converge-controller role.
+//
+// The HostPathProvisioner's fields (hostpath-provisioner-operator
+// api/v1beta1 HostPathProvisionerSpec, as converge's CRD serves it):
+//
+//	field                        converge
+//	---------------------------  ---------------------------------------------------------------
+//	imagePullPolicy              honoured: the DaemonSet's pull policy (default IfNotPresent)
+//	workload                     honoured: the DaemonSet's nodeSelector, affinity, tolerations
+//	storagePools[].name, .path   honoured: one --storage-pool NAME=PATH each, in order (the first
+//	                             is the default), the host path mounted at the same path with
+//	                             Bidirectional propagation, a StorageClass each; a name or path
+//	                             converge-node hostpath-csi refuses, duplicates or no pool refused
+//	storagePools[].pvcTemplate   refused: upstream's storage pool workers (a PVC per node from the
+//	                             template, and a Deployment per node whose mounter bind-mounts it
+//	                             at <path>/csi on the host, storagepool.go) need a mounter on the
+//	                             node, which converge-node does not have yet
+//	pathConfig                   refused: the legacy, non-CSI provisioner has no counterpart
+//	featureGates                 refused: converge's driver has none
+//
+// A refused field makes the CR Degraded (reason UnsupportedConfiguration)
+// and nothing is applied until it changes; what ran before keeps running.
+// The status carries no storagePoolStatuses (upstream's per-pool phases
+// and the pool workers' claims).
+package hppoperator

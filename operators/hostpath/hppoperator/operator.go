@@ -1,0 +1,42 @@
+package hppoperator
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/operators/operand"
+)
+
+// Name is the operator's name (operand.Operator.Name): field manager
+// converge-hostpath-provisioner-operator, owner labels
+// hostpath-provisioner-operator.converge.dev/….
+const Name = "hostpath-provisioner-operator"
+
+// CRD is the HostPathProvisioner CRD's name.
+const CRD = "hostpathprovisioners.hostpathprovisioner.kubevirt.io"
+
+// GVK is the HostPathProvisioner kind, cluster-scoped.
+var GVK = schema.GroupVersionKind{Group: "hostpathprovisioner.kubevirt.io", Version: "v1beta1", Kind: "HostPathProvisioner"}
+
+// Operator gives the HostPathProvisioner operator: HostPathProvisioner CRs
+// (cluster-scoped, roles in operand.Options.Namespace) → components/hpp
+// #Roles, status in the fields hostpath-provisioner-operator writes
+// (conditions, observedGeneration, phase, operatorVersion, targetVersion,
+// observedVersion). It has no converge-controller role: the provisioner
+// runs in the node DaemonSet.
+func Operator() operand.Operator {
+	return operand.Operator{
+		Name:          Name,
+		GVK:           GVK,
+		CRD:           CRD,
+		ClusterScoped: true,
+		Status:        operand.SDKStatusFields(),
+	}
+}
+
+// Setup adds the HostPathProvisioner operator to mgr (operand.Setup).
+func Setup(mgr manager.Manager, engine *graph.Engine, oo operand.Options) error {
+	_, err := operand.Setup(mgr, engine, Operator(), oo)
+	return err
+}
