@@ -85,7 +85,11 @@ demo: controlplane
 	$(GO) build -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 
-## test: every test, against the real API server, git server and cue CLI
+## test: every test, against the real API server, git server and cue CLI;
+## as root, internal/e2e/cluster runs converge from its images on the
+## local cluster (it builds the binaries and images of version e2e itself
+## into bin/images/e2e, with the Debian packages of bin/images/apt: the
+## images of `make images` carry $(VERSION), not the tests' version)
 test: controlplane $(BIN)/cue cni
 	$(GO) vet ./...
 	PATH=$(BIN):$$PATH $(GO) test -count=1 -timeout 30m ./...
@@ -99,7 +103,9 @@ test: controlplane $(BIN)/cue cni
 ## image import next to qemu-img convert; CSI NodePublish (root); VMI →
 ## Running through the agent next to defining the domain directly; local
 ## cluster start to Node Ready and to the default ServiceAccount next to
-## etcd+kube-apiserver alone (root)
+## etcd+kube-apiserver alone (root); `converge install` to converge-controller
+## Ready and to the Sync's first apply on that cluster next to applying the
+## same bundle in-process (root)
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
@@ -109,6 +115,7 @@ bench: controlplane cni
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
+	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
 
 clean:
 	rm -rf $(BIN)

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -21,6 +22,12 @@ type HTTPOptions struct {
 	Username, Password string
 	// BearerToken, when set, requires "Authorization: Bearer <token>".
 	BearerToken string
+	// Addr is the host:port to listen on, e.g. "10.250.0.1:0" for a
+	// server the pods of the local cluster reach at its node address
+	// (internal/testing/cluster.NodeIP); port 0 picks a free port. Empty:
+	// 127.0.0.1 on a free port (httptest's default). With TLS, an IP host
+	// is added to the certificate's addresses.
+	Addr string
 }
 
 // HTTP serves every repository below Root with git http-backend.
@@ -61,14 +68,28 @@ func NewHTTP(t testing.TB, root string, opts HTTPOptions) *HTTP {
 		}
 		backend.ServeHTTP(w, r)
 	})
+	h.Server = httptest.NewUnstartedServer(handler)
+	var ip net.IP
+	if opts.Addr != "" {
+		host, _, err := net.SplitHostPort(opts.Addr)
+		if err != nil {
+			t.Fatalf("gitserver: HTTPOptions.Addr %q: want host:port: %v", opts.Addr, err)
+		}
+		ip = net.ParseIP(host)
+		l, err := net.Listen("tcp", opts.Addr)
+		if err != nil {
+			t.Fatalf("gitserver: listening on %s: %v", opts.Addr, err)
+		}
+		h.Server.Listener.Close()
+		h.Server.Listener = l
+	}
 	if opts.TLS {
-		cert, caPEM := newServerCert(t)
-		h.Server = httptest.NewUnstartedServer(handler)
+		cert, caPEM := newServerCert(t, ip)
 		h.Server.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 		h.Server.StartTLS()
 		h.CAPEM = caPEM
 	} else {
-		h.Server = httptest.NewServer(handler)
+		h.Server.Start()
 	}
 	t.Cleanup(h.Close)
 	return h

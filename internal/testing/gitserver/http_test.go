@@ -1,6 +1,8 @@
 package gitserver
 
 import (
+	cryptotls "crypto/tls"
+	"net"
 	"net/http"
 	"testing"
 )
@@ -38,5 +40,33 @@ func TestHTTPServesAndAuthenticates(t *testing.T) {
 	}
 	if Git(t, r.Dir, "rev-parse", "main") != sha {
 		t.Fatal("commit not on main")
+	}
+}
+
+// TestHTTPListensOnAddr: with Addr the server listens there (127.0.0.2,
+// another loopback address) and, with TLS, its certificate names that IP,
+// so a client trusting only the server's CA verifies it.
+func TestHTTPListensOnAddr(t *testing.T) {
+	root := t.TempDir()
+	r := NewRepo(t, root, "cfg", "main")
+	r.Commit(t, "one", map[string]string{"a.yaml": "a: 1\n"})
+	for _, tls := range []bool{false, true} {
+		h := NewHTTP(t, root, HTTPOptions{Addr: "127.0.0.2:0", TLS: tls})
+		host, _, err := net.SplitHostPort(h.Listener.Addr().String())
+		if err != nil || host != "127.0.0.2" {
+			t.Fatalf("TLS %v: listening on %s, want 127.0.0.2", tls, h.Listener.Addr())
+		}
+		c := http.DefaultClient
+		if tls {
+			c = &http.Client{Transport: &http.Transport{TLSClientConfig: &cryptotls.Config{RootCAs: h.CertPool()}}}
+		}
+		resp, err := c.Get(h.RepoURL(r) + "/info/refs?service=git-upload-pack")
+		if err != nil {
+			t.Fatalf("TLS %v: %v", tls, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("TLS %v: GET %s: status %d, want 200", tls, h.URL, resp.StatusCode)
+		}
 	}
 }

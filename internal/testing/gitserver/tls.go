@@ -15,9 +15,10 @@ import (
 )
 
 // newServerCert makes a fresh CA and a certificate it signs for 127.0.0.1,
-// ::1 and localhost, valid for a day. It returns the server certificate
-// (with the CA in its chain) and the CA certificate as PEM.
-func newServerCert(t testing.TB) (tls.Certificate, []byte) {
+// ::1, localhost and extra (when not nil), valid for a day. It returns the
+// server certificate (with the CA in its chain) and the CA certificate as
+// PEM.
+func newServerCert(t testing.TB, extra net.IP) (tls.Certificate, []byte) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -50,6 +51,9 @@ func newServerCert(t testing.TB) (tls.Certificate, []byte) {
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if extra != nil {
+		leaf.IPAddresses = append(leaf.IPAddresses, extra)
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
 	if err != nil {
