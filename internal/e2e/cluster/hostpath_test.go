@@ -43,7 +43,6 @@ const (
 // the host; deleting the pod and the PVC deletes the PV and its
 // directory.
 func TestHostpathVolume(t *testing.T) {
-	requireNativeOperators(t)
 	e, _, _, _ := syncExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

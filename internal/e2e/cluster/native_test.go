@@ -17,26 +17,6 @@ import (
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 )
 
-// nativeOperatorsOnMain says whether converge's native operators
-// (operators/operand with operators/virt, cdi, network and hostpath:
-// KubeVirt, CDI, NetworkAddonsConfig and HostPathProvisioner turned into
-// running roles, with their status from the roles' readiness) are on
-// main. The steps named nativeStep, and TestHostpathVolume, run only when
-// it is true; without them no operand CR ever turns Available, and
-// TestSync asserts that instead. Turn it on when they land.
-const nativeOperatorsOnMain = false
-
-// nativeStep names the subtests that need the native operators.
-const nativeStep = "native operators: Sync Ready, every operand CR Available"
-
-// requireNativeOperators skips t until nativeOperatorsOnMain.
-func requireNativeOperators(t *testing.T) {
-	t.Helper()
-	if !nativeOperatorsOnMain {
-		t.Skip("needs converge's native operators on main (nativeOperatorsOnMain)")
-	}
-}
-
 // operandGroups are the API groups of the operand CRs (every inventory
 // entry of these groups but the HyperConverged is one).
 var operandGroups = []string{"kubevirt.io", "cdi.kubevirt.io", "networkaddonsoperator.network.kubevirt.io",
