@@ -17,6 +17,12 @@ const (
 	Native           = "native"
 )
 
+// NamespaceAnnotation, on a cluster-scoped operand CR, names the
+// namespace its roles go to (components/graph.cue
+// OperandNamespaceAnnotation: the HC's namespace, as the upstream
+// operators deploy into HCO's); without it they go to Options.Namespace.
+const NamespaceAnnotation = "converge.dev/operand-namespace"
+
 // Operator is what makes one native operator: everything else — watch,
 // derive, apply, prune, status, finalizer, role gates — is this package's.
 type Operator struct {
@@ -32,8 +38,9 @@ type Operator struct {
 	// CRD is the operand CRD's name ("kubevirts.kubevirt.io"); the
 	// operator starts once it is established.
 	CRD string
-	// ClusterScoped: the CR is cluster-scoped, so its roles go to
-	// Options.Namespace; a namespaced CR's go to its own namespace.
+	// ClusterScoped: the CR is cluster-scoped, so its roles go to the
+	// namespace its NamespaceAnnotation names, else Options.Namespace; a
+	// namespaced CR's go to its own namespace.
 	ClusterScoped bool
 	// Singleton: one CR of the kind is deployed, the oldest native one
 	// (by creation, then namespace and name); another is not and reads

@@ -29,10 +29,11 @@ type Reconciler struct {
 	op     Operator
 	o      Options
 	engine *graph.Engine
-	// crs reads the operand CRs (the manager's cache); c writes.
+	// crs lists the operand CRs (the manager's cache); c writes.
 	crs ctrl.Reader
 	c   ctrl.Client
-	// direct reads the inventory ConfigMaps; roles reads the applied
+	// direct reads the CR being reconciled and the inventory ConfigMaps
+	// (the API server); roles reads the applied
 	// objects and pods (the operator's cache, owner-labelled only).
 	direct, roles ctrl.Reader
 	pipeline      *reconciler.Pipeline
@@ -44,9 +45,14 @@ type Reconciler struct {
 // when it is deleted or left native mode.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	defer r.recount(ctx)
+	// The CR is read from the API server, not the cache: its status is
+	// this reconcile's Previous, and a cache that has not yet seen the
+	// last reconcile's status write would make a pod still starting
+	// after a change look like a pod lost from an Available component
+	// (Degraded).
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(r.op.GVK)
-	if err := r.crs.Get(ctx, req.NamespacedName, cr); err != nil {
+	if err := r.direct.Get(ctx, req.NamespacedName, cr); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	if cr.GetDeletionTimestamp() != nil || !isNative(cr) {
@@ -262,10 +268,14 @@ func (r *Reconciler) recount(ctx context.Context) {
 	r.gates.observe(list.Items)
 }
 
-// namespace is where cr's roles go: its own namespace, or Options.Namespace
-// for a cluster-scoped CR.
+// namespace is where cr's roles go: its own namespace, or for a
+// cluster-scoped CR the one its NamespaceAnnotation names, else
+// Options.Namespace.
 func (r *Reconciler) namespace(cr *unstructured.Unstructured) string {
 	if r.op.ClusterScoped || cr.GetNamespace() == "" {
+		if ns := cr.GetAnnotations()[NamespaceAnnotation]; ns != "" {
+			return ns
+		}
 		return r.o.Namespace
 	}
 	return cr.GetNamespace()

@@ -53,7 +53,10 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := addNodeIP(); err != nil {
 		return fmt.Errorf("cluster: node address: %w", err)
 	}
-	c.progress("PKI, configuration and node address %s/32 on lo ready", NodeIP)
+	if err := shareRootMounts(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.progress("PKI, configuration, node address %s/32 on lo and shared mount propagation ready", NodeIP)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.upControlPlane(gctx, p) })
