@@ -1,0 +1,220 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/converge-dev/converge/internal/e2e/cluster"
+)
+
+// operandCR names one operand CR of the example and a role its operator
+// runs.
+type operandCR struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+	// daemonSet and selector are the role's DaemonSet (in hcNamespace,
+	// where the native operators run the example's roles) and its pods.
+	daemonSet, selector string
+	// command is a word of the role container's command line, to find
+	// its process on the node.
+	command string
+}
+
+var (
+	kubeVirtCR = operandCR{
+		gvr:       schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "kubevirts"},
+		namespace: hcNamespace, name: "kubevirt-" + hcName,
+		daemonSet: "converge-vm-agent", selector: "k8s-app=converge-vm-agent",
+	}
+	networkAddonsCR = operandCR{
+		gvr:       schema.GroupVersionResource{Group: "networkaddonsoperator.network.kubevirt.io", Version: "v1", Resource: "networkaddonsconfigs"},
+		name:      "cluster",
+		daemonSet: "converge-bridge-marker", selector: "k8s-app=converge-bridge-marker",
+		command: "bridge-marker",
+	}
+)
+
+// conditionLog records every Available/Progressing/Degraded state a CR
+// passes through, as its watch delivers them.
+type conditionLog struct {
+	mu     sync.Mutex
+	states []string
+}
+
+// add records u's conditions when they differ from the last state.
+func (l *conditionLog) add(u *unstructured.Unstructured) {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var parts []string
+	for _, typ := range []string{"Available", "Progressing", "Degraded"} {
+		for _, c := range raw {
+			m, _ := c.(map[string]any)
+			if m["type"] == typ {
+				parts = append(parts, fmt.Sprintf("%s=%s %s: %s", typ, m["status"], m["reason"], m["message"]))
+			}
+		}
+	}
+	s := strings.Join(parts, " | ")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.states); n == 0 || l.states[n-1] != s {
+		l.states = append(l.states, s)
+	}
+}
+
+// find gives the first recorded state with every one of wants, "" when
+// none.
+func (l *conditionLog) find(wants ...string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+next:
+	for _, s := range l.states {
+		for _, w := range wants {
+			if !strings.Contains(s, w) {
+				continue next
+			}
+		}
+		return s
+	}
+	return ""
+}
+
+// String lists the states recorded.
+func (l *conditionLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return "  " + strings.Join(l.states, "\n  ")
+}
+
+// watchConditions records the conditions of cr from now until ctx ends.
+func watchConditions(t *testing.T, ctx context.Context, e *cluster.Env, cr operandCR) *conditionLog {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(e.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dc.Resource(cr.gvr).Namespace(cr.namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + cr.name})
+	if err != nil {
+		t.Fatalf("watching %s %s: %v", cr.gvr.Resource, cr.name, err)
+	}
+	l := &conditionLog{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+				l.add(u)
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return l
+}
+
+// TestOperandHealth: on the example's Sync, Ready through the native
+// operators, the operand CRs' conditions follow their roles' pods on the
+// node. Deleting the VM agent's pod turns the KubeVirt Degraded
+// (ComponentNotReady, naming the DaemonSet) until the DaemonSet's new pod
+// is ready, and it is Available again; killing bridge-marker's process
+// (SIGKILL, a crash) puts its container in CrashLoopBackOff, which turns
+// the NetworkAddonsConfig Degraded (ComponentFailing, naming the pod and
+// the container) until the kubelet restarts it. The Sync is Ready again
+// after each.
+func TestOperandHealth(t *testing.T) {
+	e, _, _, _ := syncExample(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	waitSyncReady(t, ctx, e)
+
+	t.Run("pod deleted", func(t *testing.T) {
+		cr := kubeVirtCR
+		log := watchConditions(t, ctx, e, cr)
+		pods, err := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
+		if err != nil || len(pods) != 1 {
+			t.Fatalf("pods of %s: %d, %v", cr.daemonSet, len(pods), err)
+		}
+		if err := e.Clientset.CoreV1().Pods(hcNamespace).Delete(ctx, pods[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "the KubeVirt turns Degraded", func() (bool, string) {
+			return log.find("Degraded=True ComponentNotReady", "DaemonSet "+hcNamespace+"/"+cr.daemonSet) != "", log.String()
+		})
+		eventually(t, 3*time.Minute, "the KubeVirt recovers", func() (bool, string) {
+			return log.find("Available=True", "Degraded=False") != "" && strings.HasPrefix(lastState(log), "Available=True"), log.String()
+		})
+		waitSyncReady(t, ctx, e)
+	})
+
+	t.Run("container crash-loops", func(t *testing.T) {
+		cr := networkAddonsCR
+		log := watchConditions(t, ctx, e, cr)
+		pods, err := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
+		if err != nil || len(pods) != 1 {
+			t.Fatalf("pods of %s: %d, %v", cr.daemonSet, len(pods), err)
+		}
+		pid, err := processOf("converge-node", cr.command)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing %s (pid %d): %v", cr.command, pid, err)
+		}
+		eventually(t, 2*time.Minute, "the NetworkAddonsConfig turns Degraded", func() (bool, string) {
+			return log.find("Degraded=True ComponentFailing", "pod "+pods[0].Name, "CrashLoopBackOff") != "", log.String()
+		})
+		eventually(t, 3*time.Minute, "the NetworkAddonsConfig recovers", func() (bool, string) {
+			return strings.HasPrefix(lastState(log), "Available=True"), log.String()
+		})
+		waitSyncReady(t, ctx, e)
+	})
+}
+
+// lastState gives the last state l recorded.
+func lastState(l *conditionLog) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.states) == 0 {
+		return ""
+	}
+	return l.states[len(l.states)-1]
+}
+
+// processOf gives the pid of the one process on this machine whose
+// command line is exe (by base name) followed by sub as its first
+// argument: a role's container process, seen from the node.
+func processOf(exe, sub string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) >= 2 && filepath.Base(args[0]) == exe && args[1] == sub {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%d processes %q %q on the node (%v), want 1", len(found), exe, sub, found)
+	}
+	return found[0], nil
+}
