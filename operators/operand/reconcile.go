@@ -209,6 +209,13 @@ func (r *Reconciler) finalize(ctx context.Context, cr *unstructured.Unstructured
 	if _, err := r.pipeline.Uninstall(ctx, r.store(cr, ns), r.pipeline.OwnerLabels(cr.GetNamespace(), cr.GetName())); err != nil {
 		return fmt.Errorf("%s: removing the roles: %w", r.what(cr), err)
 	}
+	if cr.GetDeletionTimestamp() == nil {
+		// The CR left native mode: what this operator reported no longer
+		// describes anything running; the upstream operator reports next.
+		if err := r.releaseStatus(ctx, cr); err != nil {
+			return err
+		}
+	}
 	patch := ctrl.MergeFrom(cr.DeepCopy())
 	controllerutil.RemoveFinalizer(cr, r.op.finalizer())
 	if err := r.c.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -235,6 +242,24 @@ func (r *Reconciler) writeStatus(ctx context.Context, cr *unstructured.Unstructu
 		"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(), "metadata": md, "status": desired}}
 	if err := r.c.Status().Patch(ctx, patch, ctrl.Apply, ctrl.FieldOwner(r.op.fieldManager()), ctrl.ForceOwnership); err != nil {
 		return fmt.Errorf("%s: writing status: %w", r.what(cr), err)
+	}
+	return nil
+}
+
+// releaseStatus removes from cr's status every field this operator wrote
+// (phase, versions, observedGeneration) and empties its conditions: a
+// status of only an empty conditions list, applied by its field manager,
+// drops what else it owned (an empty status would be null, which the
+// CRDs' schemas refuse) and leaves fields another manager wrote.
+func (r *Reconciler) releaseStatus(ctx context.Context, cr *unstructured.Unstructured) error {
+	md := map[string]any{"name": cr.GetName()}
+	if cr.GetNamespace() != "" {
+		md["namespace"] = cr.GetNamespace()
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": cr.GetAPIVersion(), "kind": cr.GetKind(), "metadata": md, "status": map[string]any{"conditions": []any{}}}}
+	if err := r.c.Status().Patch(ctx, patch, ctrl.Apply, ctrl.FieldOwner(r.op.fieldManager()), ctrl.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: releasing its status: %w", r.what(cr), err)
 	}
 	return nil
 }
