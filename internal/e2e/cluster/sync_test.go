@@ -324,6 +324,32 @@ func TestSync(t *testing.T) {
 	t.Run("native operators: Sync Ready, every operand CR Available", func(t *testing.T) {
 		waitSyncReady(t, ctx, e)
 	})
+
+	t.Run("the VM agent probed KVM and says why on the Node", func(t *testing.T) {
+		// The probe's verdict depends on the machine (this one's /dev/kvm
+		// is PVM-backed and hangs guests: False KVMIsPVM); every verdict
+		// names its reason and the facts that decided it.
+		eventually(t, 2*time.Minute, "the Node has the "+v1alpha1.KVMCondition+" condition", func() (bool, string) {
+			n := &corev1.Node{}
+			if err := e.Client.Get(ctx, client.ObjectKey{Name: e.Cluster.NodeName}, n); err != nil {
+				return false, err.Error()
+			}
+			for _, c := range n.Status.Conditions {
+				if string(c.Type) != v1alpha1.KVMCondition {
+					continue
+				}
+				want := map[string]bool{v1alpha1.KVMReasonGuestRan: c.Status == corev1.ConditionTrue,
+					v1alpha1.KVMReasonDeviceMissing: c.Status == corev1.ConditionFalse, v1alpha1.KVMReasonPVM: c.Status == corev1.ConditionFalse,
+					v1alpha1.KVMReasonNoHardwareVirtualization: c.Status == corev1.ConditionFalse, v1alpha1.KVMReasonGuestFailed: c.Status == corev1.ConditionFalse}
+				if !want[c.Reason] || c.Message == "" {
+					return false, fmt.Sprintf("%s=%s %s: %q, want a probe verdict with its facts", c.Type, c.Status, c.Reason, c.Message)
+				}
+				t.Logf("Node %s: %s=%s %s: %s", n.Name, c.Type, c.Status, c.Reason, c.Message)
+				return true, ""
+			}
+			return false, fmt.Sprintf("conditions %v", n.Status.Conditions)
+		})
+	})
 }
 
 // filePosition is the position vet puts before each error.
