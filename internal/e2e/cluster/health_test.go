@@ -122,12 +122,41 @@ func watchConditions(t *testing.T, ctx context.Context, e *cluster.Env, cr opera
 	return l
 }
 
+// observeWorkload records, every 100 ms until ctx ends, the readiness of
+// a role's DaemonSet and its pods as the API server has them: what the
+// operator's conditions are judged against when a test fails.
+func observeWorkload(ctx context.Context, e *cluster.Env, cr operandCR) *conditionLog {
+	l := &conditionLog{}
+	go func() {
+		for ctx.Err() == nil {
+			ds, err := e.Clientset.AppsV1().DaemonSets(hcNamespace).Get(ctx, cr.daemonSet, metav1.GetOptions{})
+			state := ""
+			if err != nil {
+				state = err.Error()
+			} else {
+				state = fmt.Sprintf("DaemonSet desired %d ready %d available %d", ds.Status.DesiredNumberScheduled, ds.Status.NumberReady, ds.Status.NumberAvailable)
+				pods, _ := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
+				for i := range pods {
+					state += "; " + describePod(&pods[i])
+				}
+			}
+			l.mu.Lock()
+			if n := len(l.states); n == 0 || l.states[n-1] != state {
+				l.states = append(l.states, time.Now().Format("15:04:05.000")+" "+state)
+			}
+			l.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return l
+}
+
 // TestOperandHealth: on the example's Sync, Ready through the native
 // operators, the operand CRs' conditions follow their roles' pods on the
 // node. Deleting the VM agent's pod turns the KubeVirt Degraded
 // (ComponentNotReady, naming the DaemonSet) until the DaemonSet's new pod
 // is ready, and it is Available again; killing bridge-marker's process
-// (SIGKILL, a crash) puts its container in CrashLoopBackOff, which turns
+// three times (SIGKILL, crashes) puts its container in CrashLoopBackOff, which turns
 // the NetworkAddonsConfig Degraded (ComponentFailing, naming the pod and
 // the container) until the kubelet restarts it. The Sync is Ready again
 // after each.
@@ -140,6 +169,12 @@ func TestOperandHealth(t *testing.T) {
 	t.Run("pod deleted", func(t *testing.T) {
 		cr := kubeVirtCR
 		log := watchConditions(t, ctx, e, cr)
+		obs := observeWorkload(ctx, e, cr)
+		defer func() {
+			if t.Failed() {
+				t.Logf("the DaemonSet and its pods meanwhile:\n%s\ncontroller: %s", obs, controllerState(e))
+			}
+		}()
 		pods, err := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
 		if err != nil || len(pods) != 1 {
 			t.Fatalf("pods of %s: %d, %v", cr.daemonSet, len(pods), err)
@@ -159,16 +194,29 @@ func TestOperandHealth(t *testing.T) {
 	t.Run("container crash-loops", func(t *testing.T) {
 		cr := networkAddonsCR
 		log := watchConditions(t, ctx, e, cr)
+		obs := observeWorkload(ctx, e, cr)
+		defer func() {
+			if t.Failed() {
+				t.Logf("the DaemonSet and its pods meanwhile:\n%s\ncontroller: %s", obs, controllerState(e))
+			}
+		}()
 		pods, err := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
 		if err != nil || len(pods) != 1 {
 			t.Fatalf("pods of %s: %d, %v", cr.daemonSet, len(pods), err)
 		}
-		pid, err := processOf("converge-node", cr.command)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("killing %s (pid %d): %v", cr.command, pid, err)
+		// Three crashes in a row: the kubelet restarts a container at once
+		// after its first, then backs off (CrashLoopBackOff).
+		for i := 0; i < 3; i++ {
+			var pid int
+			eventually(t, time.Minute, fmt.Sprintf("%s runs (crash %d)", cr.command, i+1), func() (bool, string) {
+				var err error
+				pid, err = processOf("converge-node", cr.command)
+				return err == nil, fmt.Sprint(err)
+			})
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("killing %s (pid %d): %v", cr.command, pid, err)
+			}
+			time.Sleep(time.Second)
 		}
 		eventually(t, 2*time.Minute, "the NetworkAddonsConfig turns Degraded", func() (bool, string) {
 			return log.find("Degraded=True ComponentFailing", "pod "+pods[0].Name, "CrashLoopBackOff") != "", log.String()
