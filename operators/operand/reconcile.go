@@ -87,6 +87,15 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	var applyErr error
 	var inv *v1alpha1.Inventory
 	changed := false
+	// What runs now, before this reconcile's apply: the state the event
+	// that triggered it saw. A pod replaced in less time than the apply
+	// takes would otherwise never show (the VM agent's comes back within
+	// a second); an event arriving meanwhile queues the next reconcile,
+	// which reports what follows.
+	before, err := r.readiness(ctx, store)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.what(cr), err)
+	}
 	first, err := r.deployed(ctx, cr)
 	if err != nil {
 		return err
@@ -130,17 +139,24 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 		}
 		inv = prev.Inventory
 	}
-	ws, err := readWorkloads(ctx, r.roles, r.direct, inv)
-	if err != nil {
-		return fmt.Errorf("%s: %w", r.what(cr), err)
+	readiness := before
+	if changed || before == nil || before.Ready {
+		// The apply changed a workload (what ran before says nothing of
+		// the new spec), or nothing was applied before, or all was ready
+		// then: judge what runs after it.
+		ws, err := readWorkloads(ctx, r.roles, r.direct, inv)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.what(cr), err)
+		}
+		after := Assess(ws)
+		readiness = &after
 	}
-	readiness := Assess(ws)
 	if inv == nil || len(inv.Entries) == 0 {
 		// Nothing applied (yet): not a component without workloads.
-		readiness = Readiness{Message: "no roles applied"}
+		readiness = &Readiness{Message: "no roles applied"}
 	}
 	status, _, _ := unstructured.NestedMap(cr.Object, "status")
-	report := Compute(Observation{Generation: cr.GetGeneration(), Version: r.o.Version, Readiness: readiness,
+	report := Compute(Observation{Generation: cr.GetGeneration(), Version: r.o.Version, Readiness: *readiness,
 		Failure: failure, Changed: changed, Previous: r.op.Status.Previous(status)}, metav1.NewTime(time.Now().Truncate(time.Second)))
 	if err := r.writeStatus(ctx, cr, report); err != nil {
 		return err
@@ -244,6 +260,24 @@ func (r *Reconciler) writeStatus(ctx context.Context, cr *unstructured.Unstructu
 		return fmt.Errorf("%s: writing status: %w", r.what(cr), err)
 	}
 	return nil
+}
+
+// readiness assesses the workloads of the inventory in store as the
+// cache has them; nil when there is no inventory yet.
+func (r *Reconciler) readiness(ctx context.Context, store reconciler.ConfigMapStore) (*Readiness, error) {
+	prev, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if prev.Inventory == nil || len(prev.Inventory.Entries) == 0 {
+		return nil, nil
+	}
+	ws, err := readWorkloads(ctx, r.roles, r.direct, prev.Inventory)
+	if err != nil {
+		return nil, err
+	}
+	rd := Assess(ws)
+	return &rd, nil
 }
 
 // releaseStatus removes from cr's status every field this operator wrote

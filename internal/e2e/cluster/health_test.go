@@ -128,6 +128,7 @@ func watchConditions(t *testing.T, ctx context.Context, e *cluster.Env, cr opera
 func observeWorkload(ctx context.Context, e *cluster.Env, cr operandCR) *conditionLog {
 	l := &conditionLog{}
 	go func() {
+		last := ""
 		for ctx.Err() == nil {
 			ds, err := e.Clientset.AppsV1().DaemonSets(hcNamespace).Get(ctx, cr.daemonSet, metav1.GetOptions{})
 			state := ""
@@ -140,11 +141,12 @@ func observeWorkload(ctx context.Context, e *cluster.Env, cr operandCR) *conditi
 					state += "; " + describePod(&pods[i])
 				}
 			}
-			l.mu.Lock()
-			if n := len(l.states); n == 0 || l.states[n-1] != state {
+			if state != last {
+				l.mu.Lock()
 				l.states = append(l.states, time.Now().Format("15:04:05.000")+" "+state)
+				l.mu.Unlock()
+				last = state
 			}
-			l.mu.Unlock()
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
