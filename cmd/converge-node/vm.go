@@ -280,6 +280,7 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
 		return err
 	}
+	stopped := ctx // ends on SIGTERM/SIGINT: a stop, not a failure
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	consoleErr := make(chan error, 1)
@@ -295,6 +296,12 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 		}()
 	}
 	err = agent.New(conn, opts).Run(ctx, src, f.resync)
+	if stopped.Err() != nil {
+		// Told to stop (the kubelet deleting the pod): whatever the
+		// console server or libvirt, stopping beside it, returned is
+		// not a failure of this agent; exit 0.
+		return nil
+	}
 	select {
 	case cerr := <-consoleErr:
 		return cerr

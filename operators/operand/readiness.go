@@ -99,7 +99,9 @@ func PodOf(p *corev1.Pod) Pod {
 				out.Waiting = msg
 			}
 		}
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && out.Failing == "" {
+		// A container of a pod being deleted ends however its process
+		// takes the kill: that is the deletion, not a failure.
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && out.Failing == "" && !out.Terminating {
 			out.Failing = fmt.Sprintf("container %s terminated: %s (exit code %d)", cs.Name, strings.TrimSpace(t.Reason+" "+t.Message), t.ExitCode)
 		}
 	}

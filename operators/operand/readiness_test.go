@@ -103,6 +103,9 @@ func TestPodOf(t *testing.T) {
 		{name: "exited with an error", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodFailed,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}}}}},
 			want: Pod{Name: "p", Phase: "Failed", Node: "n1", Failing: "container c terminated: Error (exit code 2)"}},
+		{name: "deleted, its container killed with an error", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodFailed,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}}},
+			want: Pod{Name: "p", Phase: "Failed", Node: "n1", Terminating: true}},
 		{name: "terminating", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
 			want: Pod{Name: "p", Phase: "Running", Node: "n1", Terminating: true}},
 	} {
