@@ -104,8 +104,9 @@ test: controlplane $(BIN)/cue cni
 ## Running through the agent next to defining the domain directly; local
 ## cluster start to Node Ready and to the default ServiceAccount next to
 ## etcd+kube-apiserver alone (root); `converge install` to converge-controller
-## Ready and to the Sync's first apply on that cluster next to applying the
-## same bundle in-process (root)
+## Ready, and `converge install --sync-url` to the Sync Ready through the
+## native operators, on that cluster next to applying the controller's
+## bundle in-process (root)
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
