@@ -39,8 +39,11 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 		return nil, fmt.Errorf("building converge or starting the local cluster: %w", err)
 	}
 	t := env.Cluster.Timings
-	note("Go builds %s, images %s (%s); cluster up in %s (node Ready after %s), images imported in %s",
-		round(env.GoBuild), round(env.ImageBuild), imageState(env), round(env.Start), round(t.NodeReady), round(env.Import))
+	note("Go builds %s, images %s (%s); cluster up in %s once it held the machine's lock (node Ready after %s), images imported in %s",
+		round(env.GoBuild), round(env.ImageBuild), imageState(env), round(t.DefaultServiceAccount), round(t.NodeReady), round(env.Import))
+	if wait := env.Start - t.DefaultServiceAccount; wait > time.Second {
+		note("(waited %s for the lock while another process used the cluster)", round(wait))
+	}
 	note("node %s at %s; apiserver %s", env.Cluster.NodeName, localcluster.NodeIP, env.Cluster.APIServerAddress)
 	return env, nil
 }

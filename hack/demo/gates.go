@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
@@ -34,7 +35,12 @@ func (d *demo) gates(ctx context.Context) error {
 		if err == nil {
 			last = s.Status.Components
 			if r := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.ReadyCondition); r != nil {
-				w.set("Sync", fmt.Sprintf("%-13s Ready=%s %s", "Sync "+syncName, r.Status, r.Reason))
+				state := fmt.Sprintf("%-13s Ready=%s %s", "Sync "+syncName, r.Status, r.Reason)
+				if r.Status == metav1.ConditionFalse {
+					// A failure is retried; its message says why.
+					state += "\n             " + shorten(r.Message, 400)
+				}
+				w.set("Sync", state)
 			}
 			for _, c := range s.Status.Components {
 				w.set("component "+c.Name, fmt.Sprintf("%-13s %-11s %s", "component "+c.Name, c.Health, shorten(c.Message, 90)))
@@ -127,7 +133,13 @@ func owner(p *corev1.Pod) string {
 // reasons its containers wait for.
 func podState(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
-		return "terminating"
+		state := "terminating"
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				state += fmt.Sprintf(", %s exited %d", cs.Name, t.ExitCode)
+			}
+		}
+		return state
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {

@@ -9,15 +9,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
-// heal deletes the VM agent's pod and follows the KubeVirt CR's
-// Available and Degraded conditions, read every 200ms, printing each
-// change, until the DaemonSet's new pod is Ready and the KubeVirt
-// Available and not Degraded again (at most 3 minutes); then the Sync is
+// heal waits for the VM agent to have registered the node, deletes its
+// pod and follows the KubeVirt CR's Available and Degraded conditions and
+// the agent's pods, read every 200ms, printing each change, until the
+// DaemonSet's new pod is Ready and the KubeVirt Available and not
+// Degraded again (at most 3 minutes); then it waits for the Sync to be
 // Ready again.
 func (d *demo) heal(ctx context.Context) error {
 	say("self-healing: the VM agent's pod is deleted; the KubeVirt's status follows the real pods")
+	if err := d.agentRegistered(ctx); err != nil {
+		return err
+	}
 	pods := &corev1.PodList{}
 	if err := d.env.Client.List(ctx, pods, client.InNamespace(hcNamespace), vmAgentPods); err != nil {
 		return fmt.Errorf("listing the VM agent's pods (%s): %w", vmAgentLabel, err)
@@ -74,6 +80,35 @@ func (d *demo) heal(ctx context.Context) error {
 	note("Available again %s after the delete, with the DaemonSet's new pod Ready", round(took))
 	_, err := d.waitSync(ctx, "Ready again", 2*time.Minute, synced)
 	return err
+}
+
+// agentRegistered waits (at most a minute) until the VM agent has
+// registered the node: the label v1alpha1.AgentLabel=true and the KVM
+// condition, which it sets once its KVM probe decided the domain type
+// (its pod is Ready before that: it runs no readiness probe), and says
+// what it decided.
+func (d *demo) agentRegistered(ctx context.Context) error {
+	name := d.env.Cluster.NodeName
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n := &corev1.Node{}
+		if err := d.env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return fmt.Errorf("reading Node %s: %w", name, err)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1alpha1.KVMCondition && n.Labels[v1alpha1.AgentLabel] == "true" {
+				note("the VM agent registered Node %s (%s=true); %s=%s %s:", name, v1alpha1.AgentLabel, c.Type, c.Status, c.Reason)
+				note("  %s", shorten(c.Message, 160))
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Node %s: the VM agent did not register it (label %s, condition %s) within a minute", name, v1alpha1.AgentLabel, v1alpha1.KVMCondition)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // degradedWhy gives the reason and message of a True Degraded condition,

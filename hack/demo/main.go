@@ -77,7 +77,7 @@ type demo struct {
 	url string
 	// installed is when `converge install` started.
 	installed time.Time
-	timings []timing
+	timings   []timing
 }
 
 // timing is one measured step, listed at the end.
@@ -108,7 +108,10 @@ func run(ctx context.Context) (err error) {
 	}
 	d.record("Go builds (version "+demoVersion+")", d.env.GoBuild)
 	d.record("image builds", d.env.ImageBuild)
-	d.record("cluster start", d.env.Start)
+	d.record("cluster start (from holding its lock)", d.env.Cluster.Timings.DefaultServiceAccount)
+	if wait := d.env.Start - d.env.Cluster.Timings.DefaultServiceAccount; wait > time.Second {
+		d.record("waiting for the machine's cluster lock", wait)
+	}
 	d.record("image import", d.env.Import)
 	removePool := poolCleanup()
 	defer func() {
@@ -145,8 +148,17 @@ func run(ctx context.Context) (err error) {
 func (d *demo) summary() {
 	say("timings")
 	for _, t := range d.timings {
-		fmt.Printf("  %-44s %s\n", t.what, t.took.Round(100*time.Millisecond))
+		fmt.Printf("  %-48s %s\n", t.what, roundFine(t.took))
 	}
+}
+
+// roundFine rounds a measured duration: to 10ms under 10s, else to
+// 100ms.
+func roundFine(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // since gives the time since t, rounded for narration.
