@@ -87,7 +87,7 @@ gen-crds:
 ## ready, a commit, drift reverted, a deleted pod healed, events,
 ## suspend/resume — and stops everything at the end or on Ctrl-C
 demo: controlplane cni
-	$(GO) build -o $(BIN)/converge-demo ./hack/demo
+	$(GO) build -buildvcs=false -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 
 ## test: every test, against the real API server, git server and cue CLI;

@@ -31,8 +31,8 @@ func (d *demo) converge(ctx context.Context, args ...string) (time.Duration, err
 	return took, nil
 }
 
-// show runs `converge args…` as converge does, for commands whose
-// output is the point.
+// show runs `converge args…` as converge does, for the commands whose
+// output is the point and whose duration is not.
 func (d *demo) show(ctx context.Context, args ...string) error {
 	_, err := d.converge(ctx, args...)
 	return err

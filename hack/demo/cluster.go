@@ -31,7 +31,7 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 	if st, err := localcluster.CurrentStatus(); err == nil && st.Running() {
 		note("the machine's one cluster is in use by %s: waiting up to %s for it", st.Owner, o.LockWait)
 	}
-	env, err := cluster.Start(ctx, o)
+	env, err := startInterruptible(ctx, o)
 	if err != nil {
 		if errors.Is(err, localcluster.ErrRunning) {
 			return nil, fmt.Errorf("starting the local cluster: %w (a cluster left running by `make cluster` is stopped with `make cluster-stop`)", err)
@@ -46,6 +46,38 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 	}
 	note("node %s at %s; apiserver %s", env.Cluster.NodeName, localcluster.NodeIP, env.Cluster.APIServerAddress)
 	return env, nil
+}
+
+// startInterruptible runs cluster.Start and gives its result, or ctx's
+// error soon after ctx ends: Start honours ctx while it builds and starts
+// the cluster, but not while it waits for another process's cluster
+// lock, where it would hold Ctrl-C up to LockWait. Given up on there,
+// Start has started nothing, and the cluster processes it might start
+// after die with this process (the next start cleans up after them).
+func startInterruptible(ctx context.Context, o cluster.Options) (*cluster.Env, error) {
+	type result struct {
+		env *cluster.Env
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		env, err := cluster.Start(ctx, o)
+		done <- result{env, err}
+	}()
+	select {
+	case r := <-done:
+		return r.env, r.err
+	case <-ctx.Done():
+	}
+	select {
+	case r := <-done:
+		if r.env != nil {
+			_ = r.env.Stop()
+		}
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("interrupted while waiting for the machine's cluster lock: %w", ctx.Err())
+	}
 }
 
 // imageState says whether the image archives were built or kept.

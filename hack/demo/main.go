@@ -115,7 +115,10 @@ func run(ctx context.Context) (err error) {
 	d.record("image import", d.env.Import)
 	removePool := poolCleanup()
 	defer func() {
-		say("stopping the local cluster and the Git server")
+		if err != nil && ctx.Err() == nil {
+			d.diagnose()
+		}
+		say("stopping the local cluster")
 		stopped := time.Now()
 		if serr := d.env.Stop(); serr != nil && err == nil {
 			err = fmt.Errorf("stopping the cluster: %w", serr)

@@ -25,15 +25,15 @@ func preflight(ctx context.Context, bin string) error {
 	if missing := missingRuntime(); len(missing) > 0 {
 		install := "apt-get install -y " + strings.Join(runtimePackages, " ")
 		if os.Geteuid() != 0 {
-			fmt.Printf("%s not installed; the local cluster runs pods with them. Run:\n\n    sudo %s && sudo make demo\n\n", strings.Join(missing, " and "), install)
-			return fmt.Errorf("%s missing and not root: install them as above", strings.Join(missing, " and "))
+			fmt.Printf("%s not found; the local cluster runs its pods with them. Run:\n\n    sudo %s && sudo make demo\n\n", strings.Join(missing, ", "), install)
+			return fmt.Errorf("%s not found and not root: install %s as above", strings.Join(missing, ", "), strings.Join(runtimePackages, " and "))
 		}
-		note("%s not installed: installing with apt (as root)", strings.Join(missing, " and "))
+		note("%s not found: installing %s with apt (as root)", strings.Join(missing, ", "), strings.Join(runtimePackages, " and "))
 		if err := aptInstall(ctx); err != nil {
 			return err
 		}
 		if missing := missingRuntime(); len(missing) > 0 {
-			return fmt.Errorf("%s still not in PATH after %s", strings.Join(missing, " and "), install)
+			return fmt.Errorf("%s still not in PATH after %s", strings.Join(missing, ", "), install)
 		}
 	}
 	if err := cluster.Check(bin); err != nil {
