@@ -43,7 +43,7 @@ func (d *demo) gates(ctx context.Context) error {
 				w.set("Sync", state)
 			}
 			for _, c := range s.Status.Components {
-				w.set("component "+c.Name, fmt.Sprintf("%-13s %-11s %s", "component "+c.Name, c.Health, shorten(c.Message, 90)))
+				w.set("component "+c.Name, fmt.Sprintf("%-13s %-11s %s", "component "+c.Name, c.Health, shorten(c.Message, 150)))
 			}
 		}
 		pods := &corev1.PodList{}

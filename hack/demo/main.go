@@ -142,7 +142,7 @@ func run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	d.record("total (to here)", time.Since(began))
+	d.record("total, before stopping", time.Since(began))
 	d.summary()
 	return nil
 }
