@@ -39,7 +39,7 @@ func (d *demo) heal(ctx context.Context) error {
 	}
 	fmt.Printf("pod \"%s\" deleted\n", old)
 	log := newChangeLog(start)
-	var degraded time.Duration
+	var unavailable, degraded time.Duration
 	deadline := start.Add(3 * time.Minute)
 	for {
 		kv, err := d.getKubeVirt(ctx)
@@ -48,6 +48,9 @@ func (d *demo) heal(ctx context.Context) error {
 		}
 		a, g := condition(kv, "Available"), condition(kv, "Degraded")
 		log.set("kubevirt", fmt.Sprintf("KubeVirt Available=%s Degraded=%s %s", orDash(a["status"]), orDash(g["status"]), shorten(degradedWhy(g), 80)))
+		if a["status"] != "True" && unavailable == 0 {
+			unavailable = time.Since(start)
+		}
 		if g["status"] == "True" && degraded == 0 {
 			degraded = time.Since(start)
 		}
@@ -71,10 +74,13 @@ func (d *demo) heal(ctx context.Context) error {
 		}
 	}
 	took := time.Since(start)
+	if unavailable > 0 {
+		d.record("pod deleted → KubeVirt not Available", unavailable)
+	}
 	if degraded > 0 {
 		d.record("pod deleted → KubeVirt Degraded", degraded)
 	} else {
-		note("the KubeVirt was never seen Degraded: the new pod was ready between two reads")
+		note("the KubeVirt was not seen Degraded=True (read every 200ms): the new pod was ready first")
 	}
 	d.record("pod deleted → KubeVirt Available again", took)
 	note("Available again %s after the delete, with the DaemonSet's new pod Ready", round(took))
