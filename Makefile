@@ -79,10 +79,15 @@ gen-kubevirt: $(BIN)/cue
 gen-crds:
 	$(GO) test ./internal/graph -run '^TestGeneratedCRDsUpToDate$$' -update-crds
 
-## demo: converge as a user runs it — install, a Sync, health gates, a commit,
-## drift, events, suspend/resume — on a local API server and Git server (needs git)
-demo: controlplane
-	$(GO) build -o $(BIN)/converge-demo ./hack/demo
+## demo: converge as a user runs it, on the local single-node cluster (as
+## root; containerd and runc from apt when missing): it builds converge
+## and its images of version demo into bin/images/demo, then narrates with
+## the real CLI — install, a Sync of testdata/example from a local Git
+## server, health gates opening as the native operators' pods become
+## ready, a commit, drift reverted, a deleted pod healed, events,
+## suspend/resume — and stops everything at the end or on Ctrl-C
+demo: controlplane cni
+	$(GO) build -buildvcs=false -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 
 ## test: every test, against the real API server, git server and cue CLI;

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 )
 
 // gitEnv makes every git command hermetic: no system or user
@@ -47,8 +49,8 @@ type configRepo struct {
 }
 
 // newConfigRepo creates root/name on branch main with every file of from
-// and commits it.
-func newConfigRepo(root, name, from string) (*configRepo, error) {
+// in its directory dir, and commits it.
+func newConfigRepo(root, name, from, dir string) (*configRepo, error) {
 	r := &configRepo{Dir: filepath.Join(root, name), Name: name}
 	if _, err := git(root, "init", "-q", "-b", "main", r.Dir); err != nil {
 		return nil, err
@@ -57,12 +59,15 @@ func newConfigRepo(root, name, from string) (*configRepo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the example config: %w", from, err)
 	}
+	if err := os.MkdirAll(filepath.Join(r.Dir, dir), 0o755); err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(from, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(r.Dir, e.Name()), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(r.Dir, dir, e.Name()), b, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -88,6 +93,15 @@ func (r *configRepo) edit(file, old, new, msg string) (string, error) {
 	return r.commit(msg)
 }
 
+// head gives the last commit as `git log --oneline -1` prints it.
+func (r *configRepo) head() string {
+	s, err := git(r.Dir, "log", "--oneline", "-1")
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
 // commit commits everything and returns the commit's SHA-1.
 func (r *configRepo) commit(msg string) (string, error) {
 	if _, err := git(r.Dir, "add", "-A"); err != nil {
@@ -100,9 +114,10 @@ func (r *configRepo) commit(msg string) (string, error) {
 }
 
 // serveGit serves every repository below root read-only over smart HTTP
-// with git http-backend (as a Git host would) on a loopback port, until
-// ctx ends. It returns the base URL; a repository named n is at URL/n.
-func serveGit(ctx context.Context, root string) (string, error) {
+// with git http-backend (as a Git host would) on a free port of host,
+// until ctx ends. It returns the base URL; a repository named n is at
+// URL/n.
+func serveGit(ctx context.Context, root, host string) (string, error) {
 	execPath, err := git(root, "--exec-path")
 	if err != nil {
 		return "", err
@@ -114,9 +129,9 @@ func serveGit(ctx context.Context, root string) (string, error) {
 	if _, err := os.Stat(backend.Path); err != nil {
 		return "", fmt.Errorf("git http-backend: %w", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return "", fmt.Errorf("git server: listening on loopback: %w", err)
+		return "", fmt.Errorf("git server: listening on %s: %w", host, err)
 	}
 	srv := &http.Server{Handler: backend, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
@@ -147,4 +162,29 @@ func exampleDir() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// serveConfig puts testdata/example into a new repository below root (in
+// its directory configPath) and serves it on the node address, where the
+// in-cluster converge-controller reaches the host, until ctx ends; it
+// sets d.repo and d.url.
+func (d *demo) serveConfig(ctx context.Context, root string) error {
+	say("creating the config repository from testdata/example, served by git http-backend on the node address")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	example, err := exampleDir()
+	if err != nil {
+		return err
+	}
+	if d.repo, err = newConfigRepo(root, "config", example, configPath); err != nil {
+		return err
+	}
+	base, err := serveGit(ctx, root, localcluster.NodeIP)
+	if err != nil {
+		return err
+	}
+	d.url = base + "/" + d.repo.Name
+	note("%s  branch main, %s/: %s", d.url, configPath, d.repo.head())
+	return nil
 }
