@@ -158,7 +158,7 @@ func observeWorkload(ctx context.Context, e *cluster.Env, cr operandCR) *conditi
 // node. Deleting the VM agent's pod turns the KubeVirt Degraded
 // (ComponentNotReady, naming the DaemonSet) until the DaemonSet's new pod
 // is ready, and it is Available again; killing bridge-marker's process
-// three times (SIGKILL, crashes) puts its container in CrashLoopBackOff, which turns
+// twice (SIGKILL, crashes) puts its container in CrashLoopBackOff, which turns
 // the NetworkAddonsConfig Degraded (ComponentFailing, naming the pod and
 // the container) until the kubelet restarts it. The Sync is Ready again
 // after each.
@@ -206,9 +206,9 @@ func TestOperandHealth(t *testing.T) {
 		if err != nil || len(pods) != 1 {
 			t.Fatalf("pods of %s: %d, %v", cr.daemonSet, len(pods), err)
 		}
-		// Three crashes in a row: the kubelet restarts a container at once
-		// after its first, then backs off (CrashLoopBackOff).
-		for i := 0; i < 3; i++ {
+		// Two crashes in a row: the kubelet restarts a container at once
+		// after its first, then backs off (CrashLoopBackOff, 10 s).
+		for i := 0; i < 2; i++ {
 			var pid int
 			eventually(t, time.Minute, fmt.Sprintf("%s runs (crash %d)", cr.command, i+1), func() (bool, string) {
 				var err error
