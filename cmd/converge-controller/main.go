@@ -292,6 +292,14 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	if whServer != nil {
+		// Ready (and so an endpoint of the webhook Service) only once the
+		// webhook server serves: the API server calls it on every
+		// HyperConverged and VM write, the Sync's own applies included.
+		if err := mgr.AddReadyzCheck("webhook", whServer.StartedChecker()); err != nil {
+			return err
+		}
+	}
 	var webhooks *webhook.Registrar
 	if wh.enabled {
 		ro := webhook.DefaultRegisterOptions()
