@@ -256,6 +256,11 @@ func run() error {
 	if certs != nil {
 		wireCertificate(r, certs)
 	}
+	if wh.enabled && ep != nil && ep.Service != nil {
+		// The Sync's applies go through the hco-webhook this process
+		// serves behind ep.Service: hold them until it has an endpoint.
+		r.Gate = webhookReachable(mgr.GetAPIReader(), *ep.Service, 500*time.Millisecond)
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -68,6 +68,10 @@ type Reconciler struct {
 	// OnSynced, if set, is called after every Pipeline.Sync (main re-injects
 	// the webhook caBundle; tests observe results).
 	OnSynced func(*v1alpha1.Sync, *reconciler.Result, error)
+	// Gate, if set, is waited on at the start of every reconcile (it may
+	// block); its error ends the reconcile, which is retried. main holds
+	// reconciles until the hco-webhook's Service can be reached.
+	Gate func(ctx context.Context) error
 
 	targets *targets
 	renders renders
@@ -113,6 +117,11 @@ func metricsKey(s *v1alpha1.Sync) metrics.SyncKey {
 // events, not returned (a returned error means the status could not be
 // written).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Gate != nil {
+		if err := r.Gate(ctx); err != nil {
+			return ctrl.Result{}, fmt.Errorf("Sync %s: %w", req.NamespacedName, err)
+		}
+	}
 	start := time.Now()
 	s := &v1alpha1.Sync{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
