@@ -262,11 +262,13 @@ func TestControllerBinary(t *testing.T) {
 	}
 
 	// The native operators derived the roles of the KubeVirt and the
-	// NetworkAddonsConfig the Sync applied, running --node-image, and
+	// NetworkAddonsConfig the Sync applied (both in the HyperConverged's
+	// namespace: the cluster-scoped NetworkAddonsConfig names it in
+	// converge.dev/operand-namespace), running --node-image, and
 	// report what runs: no DaemonSet controller runs on this bare API
 	// server, so the KubeVirt is Progressing naming its DaemonSet, and
 	// the Sync's status.components shows it.
-	for _, ds := range []types.NamespacedName{{Namespace: kvKey.Namespace, Name: "converge-vm-agent"}, {Namespace: syncKey.Namespace, Name: "converge-bridge-marker"}} {
+	for _, ds := range []types.NamespacedName{{Namespace: kvKey.Namespace, Name: "converge-vm-agent"}, {Namespace: kvKey.Namespace, Name: "converge-bridge-marker"}} {
 		d := &appsv1.DaemonSet{}
 		if err := c.Get(ctx, ds, d); err != nil {
 			t.Errorf("DaemonSet %s: %v", ds, err)
