@@ -1,6 +1,7 @@
 // Command converge-node runs converge's node agents, one per subcommand:
 // the hostpath CSI driver (hostpath-csi, which also registers with the
-// kubelet), the VM agent (vm: the virt-handler and virt-launcher roles on
+// kubelet) and its storage pool workers' mounter (hostpath-pool-mounter),
+// the VM agent (vm: the virt-handler and virt-launcher roles on
 // libvirt) and the libvirtd it talks to (libvirtd), the CNI plugin
 // installer (cni-install), bridge-marker and the CDI importer
 // (cdi-importer, import). Each agent lives in its own
@@ -24,7 +25,7 @@ var subcommands []func() *cobra.Command
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "converge-node",
-		Short:         "converge's node agents: hostpath CSI driver, VM agent and its libvirtd, CNI install, bridge-marker, CDI importer",
+		Short:         "converge's node agents: hostpath CSI driver and pool mounter, VM agent and its libvirtd, CNI install, bridge-marker, CDI importer",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -18,13 +18,14 @@ import (
 
 // agentDefinitions are CUE expressions, one per component package, giving
 // the objects of each node agent's definition for a sample input: the
-// VM agent, bridge-marker with cni-install, the cdi-importer and
-// hostpath-csi with two pools.
+// VM agent, bridge-marker with cni-install, the cdi-importer, and
+// hostpath-csi with two pools, one backed by a PVC (a pool worker
+// Deployment running hostpath-pool-mounter on node-1).
 var agentDefinitions = map[string]string{
 	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
 	"./components/cnao": `(#Roles & {cr: {apiVersion: "networkaddonsoperator.network.kubevirt.io/v1", kind: "NetworkAddonsConfig", metadata: name: "cluster", spec: linuxBridge: {}}, namespace: "converge-system", images: node: "node:dev"}).objects`,
 	"./components/cdi":  `(#Roles & {cr: {apiVersion: "cdi.kubevirt.io/v1beta1", kind: "CDI", metadata: name: "cdi"}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: {pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], uploadKeysNamespace: "converge-system"}}).objects`,
-	"./components/hpp":  `(#Roles & {cr: {apiVersion: "hostpathprovisioner.kubevirt.io/v1beta1", kind: "HostPathProvisioner", metadata: name: "hpp", spec: storagePools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}]}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
+	"./components/hpp":  `(#Roles & {cr: {apiVersion: "hostpathprovisioner.kubevirt.io/v1beta1", kind: "HostPathProvisioner", metadata: name: "hpp", spec: storagePools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp", pvcTemplate: resources: requests: storage: "10Gi"}]}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: nodes: ["node-1"]}).objects`,
 }
 
 // agentContainer is one container (or initContainer) of a derived
@@ -36,11 +37,12 @@ type agentContainer struct {
 }
 
 // TestNodeAgentArgsAreFlags builds the real converge-node and checks that
-// every DaemonSet container running it names a subcommand converge-node
+// every DaemonSet (and Deployment) container running it names a subcommand converge-node
 // has, passes only flags that subcommand defines, and refers ($(VAR)) only
 // to environment variables the container sets. The DaemonSets are those
 // of the node agents' CUE definitions (agentDefinitions): the VM agent,
-// bridge-marker with cni-install, the cdi-importer and hostpath-csi.
+// bridge-marker with cni-install, the cdi-importer and hostpath-csi, and
+// the hostpath storage pool worker Deployment (hostpath-pool-mounter).
 func TestNodeAgentArgsAreFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/converge-node")
@@ -60,7 +62,7 @@ func TestNodeAgentArgsAreFlags(t *testing.T) {
 			t.Fatalf("%s: %v", pkg, graph.Format(err))
 		}
 		for _, o := range m {
-			if o["kind"] != "DaemonSet" {
+			if o["kind"] != "DaemonSet" && o["kind"] != "Deployment" {
 				continue
 			}
 			md, _ := o["metadata"].(map[string]any)
@@ -70,9 +72,9 @@ func TestNodeAgentArgsAreFlags(t *testing.T) {
 		}
 	}
 	slices.Sort(daemonSets)
-	want := []string{"converge-bridge-marker", "converge-cdi-importer", "converge-vm-agent", "hostpath-provisioner-csi"}
+	want := []string{"converge-bridge-marker", "converge-cdi-importer", "converge-vm-agent", "hostpath-provisioner-csi", "hpp-pool-fast-node-1"}
 	if !slices.Equal(daemonSets, want) {
-		t.Fatalf("derived DaemonSets %v, want %v", daemonSets, want)
+		t.Fatalf("derived DaemonSets and Deployments %v, want %v", daemonSets, want)
 	}
 
 	bin := filepath.Join(t.TempDir(), "converge-node")

@@ -49,8 +49,11 @@ func condition(u *unstructured.Unstructured, typ string) string {
 // kubelet registration, whose pod is created and never runs, so the CR
 // truthfully reads Progressing naming the DaemonSet and the pod; a new
 // pool is applied (its StorageClass, its --storage-pool); a pvcTemplate
-// pool is refused naming it, leaving what runs; a pool removed has its
-// StorageClass pruned; deleting the CR removes everything, the
+// without a size is refused naming it, leaving what runs; a pvcTemplate
+// pool gets a PVC and a worker Deployment pinned to each node the
+// workload selects, re-applied without error once the PVC is bound and
+// extended to a node joining the placement; a pool removed has its
+// StorageClass, PVCs and workers pruned; deleting the CR removes everything, the
 // cluster-scoped CSIDriver and StorageClasses included.
 func TestOperator(t *testing.T) {
 	e, c := controlplane.StartWithControllerManagerForTest(t, "daemonset-controller", "garbage-collector-controller")
@@ -149,20 +152,90 @@ func TestOperator(t *testing.T) {
 	})
 	must(t, c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{}))
 
-	// A pvcTemplate pool: refused, nothing changes.
-	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"},{"name":"fast","path":"/mnt/fast","pvcTemplate":{"resources":{"requests":{"storage":"10Gi"}}}}]}}`))))
+	// A pvcTemplate pool without a size: refused, nothing changes.
+	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"},{"name":"fast","path":"/mnt/fast","pvcTemplate":{"accessModes":["ReadWriteOnce"]}}]}}`))))
 	wait("Degraded naming the pvcTemplate", func(u *unstructured.Unstructured) bool {
-		return strings.HasPrefix(condition(u, "Degraded"), "True UnsupportedConfiguration: spec.storagePools[1].pvcTemplate: pools backed by a PVC per node")
+		return strings.HasPrefix(condition(u, "Degraded"), "True UnsupportedConfiguration: spec.storagePools[1].pvcTemplate.resources.requests.storage: required")
 	})
 	must(t, c.Get(ctx, dsKey, ds))
 	if !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--storage-pool=fast=/mnt/fast") {
 		t.Errorf("driver args changed by a refused CR: %v", ds.Spec.Template.Spec.Containers[0].Args)
 	}
 
-	// The pool removed: its StorageClass is pruned.
+	// A pvcTemplate pool (no storageClassName: the default class's,
+	// which the API server's admission writes): a PVC and a worker
+	// Deployment pinned to node-1, the one selected node; none for
+	// node-2, which the nodeSelector leaves out; the driver keeps the
+	// pool in <path>/csi.
+	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard",
+		Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "example.com/none"}))
+	must(t, c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2", Labels: map[string]string{"kubernetes.io/os": "windows"}}}))
+	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"},{"name":"fast","path":"/mnt/fast","pvcTemplate":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"10Gi"}}}}]}}`))))
+	pvcKey := types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-1"}
+	pvc := &corev1.PersistentVolumeClaim{}
+	worker := &appsv1.Deployment{}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return c.Get(ctx, pvcKey, pvc) == nil && c.Get(ctx, pvcKey, worker) == nil
+	})
+	if got := pvc.Spec.Resources.Requests.Storage().String(); got != "10Gi" || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
+		t.Errorf("pool PVC: storage %s, class %v; want 10Gi of the default class standard", got, pvc.Spec.StorageClassName)
+	}
+	pod := worker.Spec.Template.Spec
+	terms := pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchFields) != 1 || terms[0].MatchFields[0].Key != "metadata.name" || !slices.Equal(terms[0].MatchFields[0].Values, []string{"node-1"}) {
+		t.Errorf("worker not pinned to node-1: %+v", terms)
+	}
+	if c := pod.Containers[0]; !slices.Equal(c.Command, []string{"converge-node", "hostpath-pool-mounter"}) || !slices.Contains(c.Args, "--target=/mnt/fast/csi") {
+		t.Errorf("worker container: command %v args %v", c.Command, c.Args)
+	}
+	if v := pod.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvcKey.Name {
+		t.Errorf("worker's first volume %+v, want the PVC %s", v, pvcKey.Name)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-2"}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a PVC for node-2, which the workload does not select: %v", err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return c.Get(ctx, dsKey, ds) == nil && slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--storage-pool=fast=/mnt/fast/csi")
+	})
+	wait("Progressing on the worker", func(u *unstructured.Unstructured) bool {
+		return strings.Contains(condition(u, "Progressing"), "hpp-pool-fast-node-1") && !strings.HasPrefix(condition(u, "Degraded"), "True")
+	})
+	// The PVC changes (bound, as the PV controller would write it): the
+	// next derivation applies the same template again, which the API
+	// server must accept (a PVC's spec is immutable but for its size).
+	pvc.Status.Phase = corev1.ClaimBound
+	must(t, c.Status().Update(ctx, pvc))
+	// node-2 joins the placement: its worker is derived, node-1's PVC
+	// re-applied without an error.
+	node2 := &corev1.Node{}
+	must(t, c.Get(ctx, types.NamespacedName{Name: "node-2"}, node2))
+	node2.Labels["kubernetes.io/os"] = "linux"
+	must(t, c.Update(ctx, node2))
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-2"}, &appsv1.Deployment{}) == nil
+	})
+	got = wait("node-2's worker applied", func(u *unstructured.Unstructured) bool {
+		return strings.Contains(condition(u, "Progressing"), "hpp-pool-fast-node-2") || strings.HasPrefix(condition(u, "Degraded"), "True")
+	})
+	if d := condition(got, "Degraded"); strings.HasPrefix(d, "True") {
+		t.Fatalf("re-applying the pool PVC failed: Degraded = %s", d)
+	}
+	must(t, c.Get(ctx, pvcKey, pvc))
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
+		t.Errorf("pool PVC after a re-derivation: phase %s, class %v", pvc.Status.Phase, pvc.Spec.StorageClassName)
+	}
+	roles = append(roles,
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-1"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-1"}})
+
+	// The pool removed: its StorageClass, node-2's PVC and worker are
+	// pruned (the PVC keeps its kubernetes.io/pvc-protection finalizer
+	// while the worker's pod uses it: deleting, or gone).
 	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"}]}}`))))
 	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{}))
+		return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{})) &&
+			apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-2"}, &appsv1.Deployment{})) &&
+			gone(ctx, c, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-2"}})
 	})
 
 	// Deletion removes everything derived, cluster-scoped objects too.
@@ -171,10 +244,18 @@ func TestOperator(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(hpp), hpp.DeepCopy()))
 	})
 	for _, o := range roles {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
-			t.Errorf("%T %s left after the HostPathProvisioner was deleted: %v", o, o.GetName(), err)
+		if !gone(ctx, c, o) {
+			t.Errorf("%T %s left after the HostPathProvisioner was deleted", o, o.GetName())
 		}
 	}
+}
+
+// gone reports whether o is not found or being deleted (a PVC waits for
+// its finalizer kubernetes.io/pvc-protection, which no controller here
+// removes).
+func gone(ctx context.Context, c client.Client, o client.Object) bool {
+	err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+	return apierrors.IsNotFound(err) || (err == nil && o.GetDeletionTimestamp() != nil)
 }
 
 func must(t *testing.T, err error) {

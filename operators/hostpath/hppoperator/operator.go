@@ -23,8 +23,10 @@ var GVK = schema.GroupVersionKind{Group: "hostpathprovisioner.kubevirt.io", Vers
 // (cluster-scoped, roles in operand.Options.Namespace) → components/hpp
 // #Roles, status in the fields hostpath-provisioner-operator writes
 // (conditions, observedGeneration, phase, operatorVersion, targetVersion,
-// observedVersion). It has no converge-controller role: the provisioner
-// runs in the node DaemonSet.
+// observedVersion), and as input the names of the nodes its pool workers
+// run on (PoolNodes; re-derived when a Node changes). It has no
+// converge-controller role: the provisioner runs in the node DaemonSet,
+// the pool mounters in the pool workers.
 func Operator() operand.Operator {
 	return operand.Operator{
 		Name:          Name,
@@ -32,6 +34,7 @@ func Operator() operand.Operator {
 		CRD:           CRD,
 		ClusterScoped: true,
 		Status:        operand.SDKStatusFields(),
+		Inputs:        &operand.Inputs{Watch: []schema.GroupVersionKind{NodeGVK}, Read: readInputs},
 	}
 }
 
