@@ -225,18 +225,22 @@ func TestOperator(t *testing.T) {
 		t.Errorf("pool PVC after a re-derivation: phase %s, class %v", pvc.Status.Phase, pvc.Spec.StorageClassName)
 	}
 	roles = append(roles,
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-1"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-1"}})
 
-	// The pool removed: its StorageClass, node-2's PVC and worker are
-	// pruned (the PVC keeps its kubernetes.io/pvc-protection finalizer
-	// while the worker's pod uses it: deleting, or gone).
+	// The pool removed: its StorageClass and node-2's worker are pruned;
+	// the pool PVCs stay with the volumes they hold, as upstream never
+	// deletes them.
 	must(t, c.Patch(ctx, hpp, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"storagePools":[{"name":"local","path":"/var/hpvolumes"}]}}`))))
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Name: "hostpath-csi-fast"}, &storagev1.StorageClass{})) &&
-			apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-2"}, &appsv1.Deployment{})) &&
-			gone(ctx, c, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-fast-node-2"}})
+			apierrors.IsNotFound(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hpp-pool-fast-node-2"}, &appsv1.Deployment{}))
 	})
+	for _, name := range []string{"hpp-pool-fast-node-1", "hpp-pool-fast-node-2"} {
+		p := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p); err != nil || p.DeletionTimestamp != nil {
+			t.Errorf("pool PVC %s after the pool was removed: %v (deleting: %v), want it kept", name, err, p.DeletionTimestamp != nil)
+		}
+	}
 
 	// Deletion removes everything derived, cluster-scoped objects too.
 	must(t, c.Delete(ctx, hpp))
@@ -247,6 +251,9 @@ func TestOperator(t *testing.T) {
 		if !gone(ctx, c, o) {
 			t.Errorf("%T %s left after the HostPathProvisioner was deleted", o, o.GetName())
 		}
+	}
+	if err := c.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("pool PVC %s after the HostPathProvisioner was deleted: %v, want it kept", pvcKey, err)
 	}
 }
 

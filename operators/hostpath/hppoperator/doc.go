@@ -36,9 +36,10 @@
 //	                             (node affinity on metadata.name) whose mounter, converge-node
 //	                             hostpath-pool-mounter, bind-mounts it at <path>/csi on the host
 //	                             (Bidirectional propagation) and unmounts it on SIGTERM; the driver
-//	                             keeps the pool in <path>/csi. The PVC is deleted when its node
-//	                             leaves the placement, the pool goes or the CR is deleted (upstream
-//	                             keeps it). Refused: no resources.requests.storage, volumeMode
+//	                             keeps the pool in <path>/csi. The PVC (converge.dev/prune:
+//	                             disabled) stays when its node leaves the placement, the pool
+//	                             goes or the CR is deleted, as upstream keeps it; only the worker
+//	                             goes. Refused: no resources.requests.storage, volumeMode
 //	                             Block, ReadWriteMany (upstream's shared overlay pools)
 //	pathConfig                   refused: the legacy, non-CSI provisioner has no counterpart
 //	featureGates                 refused: converge's driver has none
