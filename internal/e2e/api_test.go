@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -149,6 +150,7 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	}
 	ctx := context.Background()
 	installCRDs(t, c)
+	nativeKubeVirt(t, c)
 
 	ctl := startProc(t, "converge-controller", controller, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--receiver-bind-address", "0",
@@ -289,7 +291,27 @@ func installCRDs(t *testing.T, c client.Client) {
 	if err := c.Patch(context.Background(), sync, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
 		t.Fatalf("installing the Sync CRD: %v", err)
 	}
-	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "kubevirts")
+}
+
+// nativeKubeVirt creates the KubeVirt CR marked native that converge's
+// virt operator deploys: converge-controller starts virt-controller (and
+// derives the VM agent's DaemonSet, whose pods no kubelet runs here; the
+// test runs the agent itself) only while one exists.
+func nativeKubeVirt(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt"}}); err != nil {
+		t.Fatal(err)
+	}
+	kv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt",
+		"metadata": map[string]any{"name": "kubevirt", "namespace": "kubevirt",
+			"annotations": map[string]any{"converge.dev/operator": "native"}},
+		"spec": map[string]any{}}}
+	if err := c.Create(ctx, kv); err != nil {
+		t.Fatalf("creating the native KubeVirt: %v", err)
+	}
 }
 
 // consoleSession is a running `converge vm console`.
