@@ -5,20 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
@@ -61,97 +54,20 @@ func TestHostpathVolume(t *testing.T) {
 		return false, "CSINode drivers: " + driverNames(n)
 	})
 
-	archive := filepath.Join(t.TempDir(), "volumewriter.tar")
-	if err := localcluster.BuildGoImage(ctx, "./internal/e2e/cluster/testdata/volumewriter", volumeImage, archive); err != nil {
-		t.Fatal(err)
+	importVolumeWriter(t, ctx, e)
+	w := startWriter(t, ctx, e, "data", storageClass)
+	t.Logf("pod with a hostpath-csi volume: Ready %s after its creation", w.Ready.Round(time.Millisecond))
+	if w.pv.Spec.CSI == nil || w.pv.Spec.CSI.Driver != csiDriverName {
+		t.Errorf("PV %s: source %+v, want CSI driver %s", w.pv.Name, w.pv.Spec.PersistentVolumeSource, csiDriverName)
 	}
-	if err := e.Cluster.ImportImage(ctx, archive); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: volumeNS}}); err != nil {
-		t.Fatal(err)
-	}
-	sc := storageClass
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: volumeNS, Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			StorageClassName: &sc,
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		},
-	}
-	content := randomHex(t)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: volumeNS, Name: "writer"},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{
-				Name: "writer", Image: volumeImage, ImagePullPolicy: corev1.PullNever,
-				Env:          []corev1.EnvVar{{Name: "FILE", Value: "/data/hello"}, {Name: "CONTENT", Value: content}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-					HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
-		},
-	}
-	for _, o := range []client.Object{pvc, pod} {
-		if err := e.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := time.Now()
-	eventually(t, 3*time.Minute, "the writer pod is Ready", func() (bool, string) {
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, err.Error()
-		}
-		return podReady(pod), describePod(pod)
-	})
-	t.Logf("pod with a hostpath-csi volume: Ready %s after its creation", time.Since(start).Round(time.Millisecond))
-
-	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-		t.Fatalf("PV of the PVC (%q): %v", pvc.Spec.VolumeName, err)
-	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != csiDriverName {
-		t.Errorf("PV %s: source %+v, want CSI driver %s", pv.Name, pv.Spec.PersistentVolumeSource, csiDriverName)
-	}
-	target := filepath.Join(localcluster.DefaultKubeletRootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~csi", pv.Name, "mount")
+	target := filepath.Join(localcluster.DefaultKubeletRootDir, "pods", string(w.pod.UID), "volumes", "kubernetes.io~csi", w.pv.Name, "mount")
 	if !mounted(t, target) {
 		t.Errorf("%s is not a mount point: the kubelet did not publish the volume through CSI", target)
 	}
-	var found []string
-	_ = filepath.WalkDir(poolPath, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == "hello" {
-			if b, _ := os.ReadFile(p); string(b) == content {
-				found = append(found, p)
-			}
-		}
-		return nil
-	})
-	if len(found) != 1 {
-		t.Fatalf("the pod's file with %q: found at %v under %s, want once", content, found, poolPath)
+	if found := findContent(poolPath, w.content); len(found) != 1 {
+		t.Fatalf("the pod's file with %q: found at %v under %s, want once", w.content, found, poolPath)
 	}
-
-	for _, o := range []client.Object{pod, pvc} {
-		if err := e.Client.Delete(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, 2*time.Minute, "the PV and its directory are deleted", func() (bool, string) {
-		err := e.Client.Get(ctx, client.ObjectKey{Name: pv.Name}, &corev1.PersistentVolume{})
-		if !apierrors.IsNotFound(err) {
-			return false, "PV " + pv.Name + " still exists"
-		}
-		if _, err := os.Stat(found[0]); !errors.Is(err, os.ErrNotExist) {
-			return false, found[0] + " still exists"
-		}
-		return true, ""
-	})
+	w.stop(t, ctx, e, poolPath)
 }
 
 // driverNames lists the drivers of a CSINode.

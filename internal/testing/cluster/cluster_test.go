@@ -70,7 +70,15 @@ func snapshot(t *testing.T) hostSnapshot {
 // sysctl or host directory behind.
 func TestCluster(t *testing.T) {
 	bin := requireCluster(t)
+	// The host as it is with no cluster: the snapshot is taken holding
+	// the machine's cluster lock, so that another test package's cluster
+	// (go test ./... runs packages in parallel) is not in it.
+	lock, err := acquireLock(20 * time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := snapshot(t)
+	lock.release()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
