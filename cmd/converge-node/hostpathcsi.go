@@ -24,7 +24,7 @@ func init() { subcommands = append(subcommands, newHostpathCSICommand) }
 // nodeplane/csi/provisioner) in the same process.
 func newHostpathCSICommand() *cobra.Command {
 	opts := hostpath.DefaultOptions()
-	var pools []string
+	var pools, mountedPools []string
 	var version, provision, register bool
 	var kubeconfig, kubeletDir, regSocket, regPath string
 	cmd := &cobra.Command{
@@ -62,6 +62,16 @@ container restarts and registers again). Both sockets are removed at exit.`,
 					return fmt.Errorf("--storage-pool: %w", err)
 				}
 				opts.Pools = append(opts.Pools, p)
+			}
+		mounted:
+			for _, name := range mountedPools {
+				for i := range opts.Pools {
+					if opts.Pools[i].Name == name {
+						opts.Pools[i].Mounted = true
+						continue mounted
+					}
+				}
+				return fmt.Errorf("--mounted-pool %q: no --storage-pool of that name", name)
 			}
 			if opts.NodeID == "" {
 				opts.NodeID = os.Getenv("NODE_NAME")
@@ -119,6 +129,7 @@ container restarts and registers again). Both sockets are removed at exit.`,
 	f.StringVar(&opts.NodeID, "node-id", "", "this node's name, the topology value of its volumes (default $NODE_NAME)")
 	f.StringVar(&opts.DriverName, "driver-name", opts.DriverName, "CSI driver name")
 	f.StringArrayVar(&pools, "storage-pool", nil, "storage pool NAME=PATH, repeatable; the first is the default")
+	f.StringArrayVar(&mountedPools, "mounted-pool", nil, "NAME of a --storage-pool whose PATH another process mounts (a pvcTemplate pool's worker): nothing is created there and the pool is served once PATH is a mount point; repeatable")
 	f.BoolVar(&version, "version", false, "print the driver version and exit")
 	f.BoolVar(&provision, "provision", false, "also provision PVs for this node's PVCs (in-cluster config unless --kubeconfig)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to provision against; implies --provision (default $KUBECONFIG, else in-cluster)")

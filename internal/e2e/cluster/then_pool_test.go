@@ -12,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/converge-dev/converge/internal/e2e/cluster"
 )
 
 // The pool TestPVCPool adds to the example's HostPathProvisioner: backed,
@@ -78,6 +81,11 @@ func TestPVCPool(t *testing.T) {
 	waitSyncReady(t, ctx, e)
 
 	importVolumeWriter(t, ctx, e)
+	defer func() {
+		if t.Failed() {
+			t.Logf("after a failure:\n%s", storageState(ctx, e))
+		}
+	}()
 	w := startWriter(t, ctx, e, "writer-fast", "hostpath-csi-"+pvcPoolName)
 	// The volume is in the fast pool, which is the worker's PVC, itself a
 	// volume of the local pool: the file is under both.
@@ -117,4 +125,37 @@ func TestPVCPool(t *testing.T) {
 		return apierrors.IsNotFound(err), "still there"
 	})
 	waitSyncReady(t, ctx, e)
+}
+
+// storageState describes, for a failure, the PVCs and events of volumeNS
+// and hcNamespace and the end of the hostpath CSI driver's log.
+func storageState(ctx context.Context, e *cluster.Env) string {
+	var b strings.Builder
+	for _, ns := range []string{volumeNS, hcNamespace} {
+		pvcs, err := e.Clientset.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "PVCs of %s: %v\n", ns, err)
+		}
+		for _, p := range pvcs.Items {
+			fmt.Fprintf(&b, "PVC %s/%s %s volume %q annotations %v\n", ns, p.Name, p.Status.Phase, p.Spec.VolumeName, p.Annotations)
+		}
+		evs, err := e.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, ev := range evs.Items {
+				fmt.Fprintf(&b, "event %s %s/%s %s: %s\n", ns, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Message)
+			}
+		}
+	}
+	pods, _ := podsOf(ctx, e.Clientset, hcNamespace, "k8s-app=hostpath-provisioner-csi")
+	for _, p := range pods {
+		log, err := podLog(ctx, e.Clientset, hcNamespace, p.Name, "hostpath-csi", false)
+		if err != nil {
+			log = err.Error()
+		}
+		if len(log) > 3000 {
+			log = log[len(log)-3000:]
+		}
+		fmt.Fprintf(&b, "%s log:\n%s\n", p.Name, log)
+	}
+	return b.String()
 }

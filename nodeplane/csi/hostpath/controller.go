@@ -82,7 +82,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 		return nil, err
 	}
 	if err := p.check(); err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+		return nil, checkStatus(err)
 	}
 	ep, existing, err := d.lookup(name)
 	switch {
@@ -204,6 +204,9 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 	defer d.mu.Unlock()
 	var all []*volumeMeta
 	for _, p := range d.pools {
+		if !p.mounted() {
+			continue // no volume there yet
+		}
 		if err := p.check(); err != nil {
 			return nil, status.Error(codes.FailedPrecondition, err.Error())
 		}
@@ -250,7 +253,7 @@ func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRe
 		return &csi.GetCapacityResponse{}, nil
 	}
 	if err := p.check(); err != nil {
-		return nil, status.Error(codes.FailedPrecondition, err.Error())
+		return nil, checkStatus(err)
 	}
 	_, avail, err := p.space()
 	if err != nil {

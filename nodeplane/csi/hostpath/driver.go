@@ -175,6 +175,9 @@ func (d *Driver) lookup(id string) (*pool, *volumeMeta, error) {
 		return nil, nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	for _, p := range d.pools {
+		if !p.mounted() {
+			continue // no volume there yet
+		}
 		if err := p.check(); err != nil {
 			return nil, nil, status.Error(codes.FailedPrecondition, err.Error())
 		}

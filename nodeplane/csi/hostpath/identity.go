@@ -2,6 +2,7 @@ package hostpath
 
 import (
 	"context"
+	"errors"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -28,12 +29,13 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 }
 
 // Probe reports ready when every pool's path still leads to the directory
-// opened at start.
+// opened at start (a Mounted pool still waiting for its mount does not
+// count: the other pools serve meanwhile).
 func (s *identityServer) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	for _, p := range s.d.pools {
-		if err := p.check(); err != nil {
+		if err := p.check(); err != nil && !errors.Is(err, errNotMounted) {
 			s.d.log.Warn("probe: not ready", "error", err)
 			return &csi.ProbeResponse{Ready: wrapperspb.Bool(false)}, nil
 		}

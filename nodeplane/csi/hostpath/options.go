@@ -14,6 +14,12 @@ import (
 type Pool struct {
 	Name string
 	Path string
+	// Mounted: Path is a mount point another process makes (a
+	// HostPathProvisioner pvcTemplate pool, mounted by its storage pool
+	// worker, converge-node hostpath-pool-mounter). The driver creates
+	// nothing there and serves the pool only once it is mounted, so no
+	// volume lands on the disk under the mount.
+	Mounted bool
 }
 
 // Options configures a Driver.
