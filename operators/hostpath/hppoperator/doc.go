@@ -36,7 +36,8 @@
 //	                             (node affinity on metadata.name) whose mounter, converge-node
 //	                             hostpath-pool-mounter, bind-mounts it at <path>/csi on the host
 //	                             (Bidirectional propagation) and unmounts it on SIGTERM; the driver
-//	                             keeps the pool in <path>/csi. The PVC (converge.dev/prune:
+//	                             keeps the pool in <path>/csi and serves it only once that is a
+//	                             mount point (--mounted-pool). The PVC (converge.dev/prune:
 //	                             disabled) stays when its node leaves the placement, the pool
 //	                             goes or the CR is deleted, as upstream keeps it; only the worker
 //	                             goes. Refused: no resources.requests.storage, volumeMode
