@@ -23,7 +23,7 @@ var operandGroups = []string{"kubevirt.io", "cdi.kubevirt.io", "networkaddonsope
 	"hostpathprovisioner.kubevirt.io", "ssp.kubevirt.io", "aaq.kubevirt.io", "migrations.kubevirt.io", "filerestore.kubevirt.io"}
 
 // waitSyncReady waits up to 5 minutes for the example's Sync to be Ready
-// at the revision it last attempted, then checks what that means on a
+// at its generation and at the revision it last attempted, then checks what that means on a
 // real cluster: every operand CR in its inventory is Available and not
 // Degraded at its current generation, the HyperConverged is Available,
 // and every DaemonSet and Deployment (the roles the operators run, and
@@ -36,7 +36,9 @@ func waitSyncReady(t *testing.T, ctx context.Context, e *cluster.Env) {
 			return false, err.Error()
 		}
 		ready := apimeta.FindStatusCondition(s.Status.Conditions, "Ready")
-		if ready == nil || ready.Status != metav1.ConditionTrue || s.Status.LastAppliedRevision != s.Status.LastAttemptedRevision {
+		// Ready at the Sync's current generation: a spec change (the
+		// operators mode, wait) is not Ready until reconciled.
+		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != s.Generation || s.Status.LastAppliedRevision != s.Status.LastAttemptedRevision {
 			return false, fmt.Sprintf("Ready %+v, applied %q, attempted %q, components %+v", ready, s.Status.LastAppliedRevision, s.Status.LastAttemptedRevision, s.Status.Components)
 		}
 		return true, ""
