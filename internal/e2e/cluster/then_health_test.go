@@ -99,26 +99,32 @@ func (l *conditionLog) String() string {
 	return "  " + strings.Join(l.states, "\n  ")
 }
 
-// watchConditions records the conditions of cr from now until ctx ends.
+// watchConditions records the conditions of cr from now until the test
+// ends, read every 100 ms (a watch can end early without a word; a
+// Degraded the tests look for lasts seconds).
 func watchConditions(t *testing.T, ctx context.Context, e *cluster.Env, cr operandCR) *conditionLog {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(e.Cluster.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := dc.Resource(cr.gvr).Namespace(cr.namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + cr.name})
-	if err != nil {
-		t.Fatalf("watching %s %s: %v", cr.gvr.Resource, cr.name, err)
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
 	l := &conditionLog{}
+	res := dc.Resource(cr.gvr).Namespace(cr.namespace)
+	if u, err := res.Get(ctx, cr.name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("reading %s %s: %v", cr.gvr.Resource, cr.name, err)
+	} else {
+		l.add(u)
+	}
 	go func() {
-		for ev := range w.ResultChan() {
-			if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+		for ctx.Err() == nil {
+			if u, err := res.Get(ctx, cr.name, metav1.GetOptions{}); err == nil {
 				l.add(u)
 			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	t.Cleanup(w.Stop)
 	return l
 }
 
@@ -174,7 +180,7 @@ func TestOperandHealth(t *testing.T) {
 		obs := observeWorkload(ctx, e, cr)
 		defer func() {
 			if t.Failed() {
-				t.Logf("the DaemonSet and its pods meanwhile:\n%s\ncontroller: %s", obs, controllerState(e))
+				t.Logf("the DaemonSet and its pods meanwhile:\n%s\nvirt-operator's log:\n%s", obs, logLines(e, "virt-operator", 30))
 			}
 		}()
 		pods, err := podsOf(ctx, e.Clientset, hcNamespace, cr.selector)
@@ -267,4 +273,29 @@ func processOf(exe, sub string) (int, error) {
 		return 0, fmt.Errorf("%d processes %q %q on the node (%v), want 1", len(found), exe, sub, found)
 	}
 	return found[0], nil
+}
+
+// logLines gives the last n lines of converge-controller's log that
+// mention what, for failures.
+func logLines(e *cluster.Env, what string, n int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := controllerPod(ctx, e)
+	if err != nil {
+		return err.Error()
+	}
+	log, err := podLog(ctx, e.Clientset, p.Namespace, p.Name, "manager", false)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, what) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
 }
