@@ -67,6 +67,8 @@ func (l *conditionLog) add(u *unstructured.Unstructured) {
 			}
 		}
 	}
+	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	parts = append(parts, fmt.Sprintf("generation %d observed %d", u.GetGeneration(), og))
 	s := strings.Join(parts, " | ")
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -176,6 +178,7 @@ func TestOperandHealth(t *testing.T) {
 
 	t.Run("pod deleted", func(t *testing.T) {
 		cr := kubeVirtCR
+		settled(t, ctx, e, cr)
 		log := watchConditions(t, ctx, e, cr)
 		obs := observeWorkload(ctx, e, cr)
 		defer func() {
@@ -201,6 +204,7 @@ func TestOperandHealth(t *testing.T) {
 
 	t.Run("container crash-loops", func(t *testing.T) {
 		cr := networkAddonsCR
+		settled(t, ctx, e, cr)
 		log := watchConditions(t, ctx, e, cr)
 		obs := observeWorkload(ctx, e, cr)
 		defer func() {
@@ -298,4 +302,31 @@ func logLines(e *cluster.Env, what string, n int) string {
 		out = out[len(out)-n:]
 	}
 	return strings.Join(out, "\n")
+}
+
+// settled waits until cr has been Available at its generation for 3 s:
+// right after the Sync turned Ready its reconciles may still change the
+// CR's spec, and a pod lost during a spec change is an update in
+// progress, not a degradation.
+func settled(t *testing.T, ctx context.Context, e *cluster.Env, cr operandCR) {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(e.Cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var since time.Time
+	eventually(t, 2*time.Minute, cr.name+" Available at its generation for 3 s", func() (bool, string) {
+		u, err := dc.Resource(cr.gvr).Namespace(cr.namespace).Get(ctx, cr.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if availability(u) != "" {
+			since = time.Time{}
+			return false, availability(u)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= 3*time.Second, "settling"
+	})
 }
