@@ -131,3 +131,23 @@ func TestDaemonSetWorkload(t *testing.T) {
 		t.Errorf("DaemonSetWorkload = %+v, want %+v", w, want)
 	}
 }
+
+// TestSpecChanged: only a new workload or another generation is a
+// change; the same generations (a pod deleted, status moving) are not.
+func TestSpecChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]int64
+		want          bool
+	}{
+		{"same generations", map[string]int64{"ds": 3}, map[string]int64{"ds": 3}, false},
+		{"generation moved", map[string]int64{"ds": 3}, map[string]int64{"ds": 4}, true},
+		{"workload created", map[string]int64{}, map[string]int64{"ds": 1}, true},
+		{"workload pruned only", map[string]int64{"ds": 1, "dep": 2}, map[string]int64{"ds": 1}, false},
+		{"nothing before or after", nil, nil, false},
+	} {
+		if got := specChanged(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: specChanged = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -92,7 +92,7 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 	// takes would otherwise never show (the VM agent's comes back within
 	// a second); an event arriving meanwhile queues the next reconcile,
 	// which reports what follows.
-	before, err := r.readiness(ctx, store)
+	before, genBefore, err := r.readiness(ctx, store)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.what(cr), err)
 	}
@@ -125,7 +125,11 @@ func (r *Reconciler) deploy(ctx context.Context, cr *unstructured.Unstructured) 
 			Revision: fmt.Sprintf("generation %d", cr.GetGeneration())})
 		if res != nil {
 			inv = res.Inventory
-			changed = workloadChanged(res.ChangeSet)
+			genAfter, err := workloadGenerations(ctx, r.direct, inv)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.what(cr), err)
+			}
+			changed = specChanged(genBefore, genAfter)
 		}
 		if err != nil {
 			applyErr = fmt.Errorf("%s: applying the roles: %w", r.what(cr), err)
@@ -263,21 +267,26 @@ func (r *Reconciler) writeStatus(ctx context.Context, cr *unstructured.Unstructu
 }
 
 // readiness assesses the workloads of the inventory in store as the
-// cache has them; nil when there is no inventory yet.
-func (r *Reconciler) readiness(ctx context.Context, store reconciler.ConfigMapStore) (*Readiness, error) {
+// cache has them (nil when there is no inventory yet) and gives their
+// generations as the API server has them (workloadGenerations).
+func (r *Reconciler) readiness(ctx context.Context, store reconciler.ConfigMapStore) (*Readiness, map[string]int64, error) {
 	prev, err := store.Load(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	gens, err := workloadGenerations(ctx, r.direct, prev.Inventory)
+	if err != nil {
+		return nil, nil, err
 	}
 	if prev.Inventory == nil || len(prev.Inventory.Entries) == 0 {
-		return nil, nil
+		return nil, gens, nil
 	}
 	ws, err := readWorkloads(ctx, r.roles, r.direct, prev.Inventory)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rd := Assess(ws)
-	return &rd, nil
+	return &rd, gens, nil
 }
 
 // releaseStatus removes from cr's status every field this operator wrote

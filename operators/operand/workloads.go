@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fluxcd/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,14 +20,41 @@ import (
 // from; the pipeline does not wait for them (health rule "none").
 var workloadKinds = map[string]bool{"DaemonSet": true, "Deployment": true}
 
-// workloadChanged reports whether cs holds a DaemonSet or Deployment
-// created or configured.
-func workloadChanged(cs *ssa.ChangeSet) bool {
-	if cs == nil {
-		return false
+// workloadGenerations reads through r (the API server, not a cache) the
+// metadata.generation of the DaemonSets and Deployments of inv, by
+// inventory ID; one not found is left out.
+func workloadGenerations(ctx context.Context, r client.Reader, inv *v1alpha1.Inventory) (map[string]int64, error) {
+	out := map[string]int64{}
+	if inv == nil {
+		return out, nil
 	}
-	for _, e := range cs.Entries {
-		if workloadKinds[e.ObjMetadata.GroupKind.Kind] && (e.Action == ssa.CreatedAction || e.Action == ssa.ConfiguredAction) {
+	for _, e := range inv.Entries {
+		ns, name, gk, err := inventory.ParseID(e.ID)
+		if err != nil || gk.Group != "apps" || !workloadKinds[gk.Kind] {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apps/v1")
+		u.SetKind(gk.Kind)
+		if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading %s %s/%s: %w", gk.Kind, ns, name, err)
+		}
+		out[e.ID] = u.GetGeneration()
+	}
+	return out, nil
+}
+
+// specChanged reports whether a workload of after is new or has another
+// generation than in before: its spec changed (a generation moves only
+// with the spec, never with status or pods, unlike an apply's change set,
+// which reports a DaemonSet "configured" when its status moved between
+// the dry run and the read).
+func specChanged(before, after map[string]int64) bool {
+	for id, g := range after {
+		if b, ok := before[id]; !ok || b != g {
 			return true
 		}
 	}
