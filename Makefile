@@ -37,7 +37,7 @@ controlplane: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager c
 ## after the other three, whose build cache they share; ≈16 min alone
 ## with an empty cache on a busy machine)
 cluster-bins: $(BIN)/kubelet $(BIN)/kube-scheduler
-$(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager $(BIN)/kubelet $(BIN)/kube-scheduler:
+$(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kubectl:
 	hack/controlplane/build.sh $(BIN) $(notdir $@)
 
 ## cluster: start the local single-node cluster (internal/testing/cluster:
@@ -86,7 +86,7 @@ gen-crds:
 ## server, health gates opening as the native operators' pods become
 ## ready, a commit, drift reverted, a deleted pod healed, events,
 ## suspend/resume — and stops everything at the end or on Ctrl-C
-demo: controlplane cni
+demo: controlplane cni $(BIN)/kubectl
 	$(GO) build -buildvcs=false -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 

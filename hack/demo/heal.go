@@ -32,12 +32,10 @@ func (d *demo) heal(ctx context.Context) error {
 		return fmt.Errorf("%d VM agent pods (%s in %s), want 1", len(pods.Items), vmAgentLabel, hcNamespace)
 	}
 	old := pods.Items[0].Name
-	fmt.Printf("\n$ kubectl -n %s delete pod %s\n", hcNamespace, old)
 	start := time.Now()
-	if err := d.env.Client.Delete(ctx, &pods.Items[0]); err != nil {
-		return fmt.Errorf("deleting pod %s/%s: %w", hcNamespace, old, err)
+	if _, err := d.kubectl(ctx, "-n", hcNamespace, "delete", "pod", old, "--wait=false"); err != nil {
+		return err
 	}
-	fmt.Printf("pod \"%s\" deleted\n", old)
 	log := newChangeLog(start)
 	var unavailable, degraded time.Duration
 	deadline := start.Add(3 * time.Minute)

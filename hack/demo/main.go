@@ -70,8 +70,10 @@ func note(format string, args ...any) { fmt.Printf("# "+format+"\n", args...) }
 // demo is what the sections share: the running cluster with converge's
 // images, the config repository, and the timings for the summary.
 type demo struct {
-	env  *cluster.Env
-	repo *configRepo
+	env *cluster.Env
+	// kubectlBin is bin/kubectl.
+	kubectlBin string
+	repo       *configRepo
 	// url is the repository's URL, as converge-controller's pod fetches
 	// it.
 	url string
@@ -102,7 +104,10 @@ func run(ctx context.Context) (err error) {
 	if err := preflight(ctx, bin); err != nil {
 		return err
 	}
-	d := &demo{}
+	d := &demo{kubectlBin: filepath.Join(bin, "kubectl")}
+	if _, err := os.Stat(d.kubectlBin); err != nil {
+		return fmt.Errorf("%s: %w (make demo builds it: make %s)", d.kubectlBin, err, d.kubectlBin)
+	}
 	if d.env, err = startCluster(ctx, bin); err != nil {
 		return err
 	}
