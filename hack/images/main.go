@@ -20,16 +20,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -54,7 +51,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := repoRoot()
+	root, err := images.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -100,44 +97,13 @@ func run() error {
 	return nil
 }
 
-// goBuild builds pkg into out with the version ldflags (images.LDFlags),
-// with or without cgo: the flags of `make build`, so that both share Go's
-// build cache (no -trimpath: the binaries, and so the images, depend on
-// the checkout's path as well as on its contents).
+// goBuild builds pkg into out with images.GoBuild, saying so.
 func goBuild(ctx context.Context, root, out, pkg, version string, cgo bool) error {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", images.LDFlags(version), "-o", out, pkg)
-	cmd.Dir = root
-	cgoEnv := "CGO_ENABLED=0"
-	if cgo {
-		cgoEnv = "CGO_ENABLED=1"
-	}
-	cmd.Env = append(os.Environ(), cgoEnv)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = os.Stdout, &stderr
-	fmt.Printf("images: %s go build %s\n", cgoEnv, pkg)
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", pkg, err, strings.TrimSpace(stderr.String()))
+	fmt.Printf("images: go build %s (cgo %v)\n", pkg, cgo)
+	if err := images.GoBuild(ctx, root, out, pkg, version, cgo); err != nil {
+		return err
 	}
 	fmt.Printf("images: built %s in %s\n", out, time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// repoRoot gives the directory of converge's go.mod above the working
-// directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/converge-dev/converge\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod of github.com/converge-dev/converge above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +47,7 @@ func Build(ctx context.Context, o Options) (Artifacts, error) {
 	if err := checkBuild(o.Bin); err != nil {
 		return Artifacts{}, err
 	}
-	root, err := repoRoot()
+	root, err := images.RepoRoot()
 	if err != nil {
 		return Artifacts{}, err
 	}
@@ -75,7 +74,7 @@ func Build(ctx context.Context, o Options) (Artifacts, error) {
 		{a.Controller, "./cmd/converge-controller", false},
 		{a.Node, "./cmd/converge-node", true},
 	} {
-		if err := goBuild(ctx, root, b.out, b.pkg, o.Version, b.cgo); err != nil {
+		if err := images.GoBuild(ctx, root, b.out, b.pkg, o.Version, b.cgo); err != nil {
 			return a, err
 		}
 	}
@@ -141,43 +140,6 @@ func checkBuild(bin string) error {
 		return fmt.Errorf("%w: %s", ErrCannotRun, strings.Join(missing, "; "))
 	}
 	return nil
-}
-
-// goBuild builds pkg into out with -ldflags images.LDFlags(version), with
-// or without cgo, as `make build` does.
-func goBuild(ctx context.Context, root, out, pkg, version string, cgo bool) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", images.LDFlags(version), "-o", out, pkg)
-	cmd.Dir = root
-	env := "CGO_ENABLED=0"
-	if cgo {
-		env = "CGO_ENABLED=1"
-	}
-	cmd.Env = append(os.Environ(), env)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s go build %s: %w\n%s", env, pkg, err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
-
-// repoRoot gives the directory of converge's go.mod above the working
-// directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/converge-dev/converge\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod of github.com/converge-dev/converge above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // lock takes an exclusive flock on path and gives its release.
