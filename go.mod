@@ -39,7 +39,7 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098
 	k8s.io/kubelet v0.37.1
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
-	kubevirt.io/api v1.6.0
+	kubevirt.io/api v1.9.0
 	libvirt.org/go/libvirtxml v1.10010.0
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
@@ -167,8 +167,8 @@ require (
 	k8s.io/component-base v0.37.1 // indirect
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubectl v0.37.0 // indirect
-	kubevirt.io/containerized-data-importer-api v1.62.0
-	kubevirt.io/controller-lifecycle-operator-sdk/api v0.0.0-20220329064328-f3cc58c6ed90 // indirect
+	kubevirt.io/containerized-data-importer-api v1.64.0
+	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
 	libvirt.org/go/libvirt v1.10009.0
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/knftables v0.0.18 // indirect

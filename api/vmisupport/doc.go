@@ -1,5 +1,5 @@
 // Package vmisupport is converge's VMI support table: which fields of a
-// KubeVirt VirtualMachineInstance spec (kubevirt.io/api/core/v1, v1.6.0)
+// KubeVirt VirtualMachineInstance spec (kubevirt.io/api/core/v1, v1.9.0)
 // converge runs, ignores or refuses. It is the contract between the VM
 // validation webhook (operators/virt/vmadmission, in converge-controller),
 // which refuses a VirtualMachine or VMI at admission, and the node agent's

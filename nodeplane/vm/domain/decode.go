@@ -10,7 +10,7 @@ import (
 )
 
 // DecodeVMI decodes one VirtualMachineInstance from YAML or JSON and
-// refuses fields the kubevirt.io/api v1.6.0 types do not have, naming their
+// refuses fields the kubevirt.io/api v1.9.0 types do not have, naming their
 // paths. (Strict decoding alone misses them below spec: the VMI spec type
 // has its own UnmarshalJSON.) A field set to its zero value (false, 0, "",
 // null) is not checked, since the types drop those when re-encoding.
@@ -38,7 +38,7 @@ func DecodeVMI(data []byte) (*kubevirtv1.VirtualMachineInstance, error) {
 	unknownFields(&unknown, "", in, out)
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("unknown field %q (not in kubevirt.io/api v1.6.0)", unknown[0])
+		return nil, fmt.Errorf("unknown field %q (not in kubevirt.io/api v1.9.0)", unknown[0])
 	}
 	return vmi, nil
 }

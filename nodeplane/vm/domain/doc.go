@@ -1,5 +1,5 @@
 // Package domain translates a KubeVirt VirtualMachineInstance
-// (kubevirt.io/api/core/v1, v1.6.0) into the libvirt domain that runs it on
+// (kubevirt.io/api/core/v1, v1.9.0) into the libvirt domain that runs it on
 // a converge node (libvirt.org/go/libvirtxml): converge's virt-launcher role,
 // as pure Go with no cgo and no libvirt connection.
 //
