@@ -162,4 +162,3 @@ func driveLetters(i int) string {
 	}
 	return s
 }
-

@@ -113,4 +113,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
