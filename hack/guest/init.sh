@@ -140,8 +140,10 @@ if [ -n "$addr" ]; then
 		echo "CONVERGE-GUEST-ERROR eth0: cannot set $addr"
 	fi
 elif [ -n "$dhcp" ]; then
+	# virtio_net's insmod made the NICs there are; wait a little for a
+	# slower one
 	n=0
-	while [ ! -e /sys/class/net/eth0 ] && [ "$n" -lt 100 ]; do
+	while [ ! -e /sys/class/net/eth0 ] && [ "$n" -lt 30 ]; do
 		sleep 0.1
 		n=$((n + 1))
 	done
