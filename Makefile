@@ -120,7 +120,10 @@ test: controlplane $(BIN)/cue cni
 ## etcd+kube-apiserver alone (root); `converge install` to converge-controller
 ## Ready, and `converge install --sync-url` to the Sync Ready through the
 ## native operators, on that cluster next to applying the controller's
-## bundle in-process (root)
+## bundle in-process (root); on that cluster too, a DataVolume-backed VM
+## created → the guest's marker on its console, next to the same VM
+## booting a DataVolume imported before (root; skips while converge vet
+## refuses its VM)
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
@@ -131,6 +134,7 @@ bench: controlplane cni
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
+	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/
 
 clean:
 	rm -rf $(BIN)
