@@ -89,7 +89,6 @@ func TestVMChain(t *testing.T) {
 
 	// The namespace and the bridge network stay for both VMs; removed at
 	// the end (and the bridge from the node: the bridge plugin leaves it).
-	netSHA := commit(t, ctx, e, repo, "vm chain: namespace and bridge network", map[string]string{chainNetFile: chainNetworkYAML()})
 	var removeConsoleRBAC func()
 	defer func() {
 		if removeConsoleRBAC != nil {
@@ -105,6 +104,7 @@ func TestVMChain(t *testing.T) {
 		deleteLink(t, chainBridge)
 		waitSyncReady(t, ctx, e)
 	}()
+	netSHA := commit(t, ctx, e, repo, "vm chain: namespace and bridge network", map[string]string{chainNetFile: chainNetworkYAML()})
 	st := &step{t: t}
 	st.do("the Sync takes the Namespace and the NAD", 2*time.Minute, syncTook(t, ctx, e, "the namespace commit", netSHA))
 	st.do("the Sync applies the Namespace and the NAD", 3*time.Minute, syncApplied(ctx, e, netSHA))
@@ -136,7 +136,6 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 	key := client.ObjectKey{Namespace: chainNS, Name: c.vm}
 	st := &step{t: t}
 
-	sha := commit(t, ctx, e, repo, "vm chain: "+c.vm, map[string]string{c.file(): c.vmYAML(chainMemory, marker)})
 	removed := false
 	defer func() {
 		if !removed { // after a failure: the next case and tests start clean
@@ -148,6 +147,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 			t.Logf("after a failure:\n%s", chainState(ctx, e, vc, c))
 		}
 	}()
+	sha := commit(t, ctx, e, repo, "vm chain: "+c.vm, map[string]string{c.file(): c.vmYAML(chainMemory, marker)})
 	st.do("the Sync takes the commit of the VM", 2*time.Minute, syncTook(t, ctx, e, "the VM commit", sha))
 
 	vm := &kubevirtv1.VirtualMachine{}

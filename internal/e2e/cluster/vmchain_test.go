@@ -282,12 +282,16 @@ func syncApplied(ctx context.Context, e *cluster.Env, sha string) func() (bool, 
 }
 
 // commit commits files to the config repository and asks the Sync to
-// reconcile; it gives the commit.
+// reconcile now (the request annotation `converge reconcile` sets,
+// without waiting for the result: the steps after it say what became of
+// the commit); it gives the commit.
 func commit(t *testing.T, ctx context.Context, e *cluster.Env, repo *gitserver.Repo, msg string, files map[string]string) string {
 	t.Helper()
 	sha := repo.Commit(t, msg, files)
-	if r := e.Converge(ctx, "reconcile", "sync", syncName, "-n", controllerNS); r.Err != nil {
-		t.Fatalf("after committing %q: %s", msg, r)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ReconcileRequestAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: syncName}}
+	if err := e.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("after committing %q: requesting a reconcile of Sync %s/%s: %v", msg, controllerNS, syncName, err)
 	}
 	return sha
 }
