@@ -95,7 +95,7 @@ func TestVMChain(t *testing.T) {
 			removeConsoleRBAC()
 		}
 		sha := commit(t, ctx, e, repo, "vm chain: no namespace", map[string]string{chainNetFile: ""})
-		st := &step{t: t}
+		st := &step{t: t, prefix: "cleanup "}
 		st.do("the Sync prunes the chain's Namespace and NAD", 5*time.Minute, syncApplied(ctx, e, sha))
 		st.do("the Namespace "+chainNS+" is gone", 3*time.Minute, func() (bool, string) {
 			err := e.Client.Get(ctx, client.ObjectKey{Name: chainNS}, &corev1.Namespace{})
@@ -106,7 +106,7 @@ func TestVMChain(t *testing.T) {
 	}()
 	netSHA := commit(t, ctx, e, repo, "vm chain: namespace and bridge network", map[string]string{chainNetFile: chainNetworkYAML()})
 	st := &step{t: t}
-	st.do("the Sync takes the Namespace and the NAD", 2*time.Minute, syncTook(t, ctx, e, "the namespace commit", netSHA))
+	st.do("the Sync takes the Namespace and the NAD", 2*time.Minute, syncTook(st, ctx, e, netSHA))
 	st.do("the Sync applies the Namespace and the NAD", 3*time.Minute, syncApplied(ctx, e, netSHA))
 	token, removeConsoleRBAC := consoleToken(t, ctx, e)
 
@@ -148,7 +148,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 		}
 	}()
 	sha := commit(t, ctx, e, repo, "vm chain: "+c.vm, map[string]string{c.file(): c.vmYAML(chainMemory, marker)})
-	st.do("the Sync takes the commit of the VM", 2*time.Minute, syncTook(t, ctx, e, "the VM commit", sha))
+	st.do("the Sync takes the commit of the VM", 2*time.Minute, syncTook(st, ctx, e, sha))
 
 	vm := &kubevirtv1.VirtualMachine{}
 	st.do("the VirtualMachine from Git is in the cluster", time.Minute, func() (bool, string) {
@@ -175,7 +175,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 				return false, err.Error()
 			}
 			if dv.Status.Phase == cdiv1.Failed {
-				t.Fatalf("DataVolume %s/%s Failed: %+v", chainNS, c.dataVolume, dv.Status.Conditions)
+				st.stop("DataVolume %s/%s Failed: %+v", chainNS, c.dataVolume, dv.Status.Conditions)
 			}
 			return dv.Status.Phase == cdiv1.Succeeded && dv.Status.Progress == "100.0%", fmt.Sprintf("phase %s progress %s conditions %+v", dv.Status.Phase, dv.Status.Progress, dv.Status.Conditions)
 		})
@@ -252,7 +252,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 
 	// memory: the VM takes the commit; a restart makes a VMI with it
 	sha = commit(t, ctx, e, repo, "vm chain: "+c.vm+" memory "+chainMemoryAfter, map[string]string{c.file(): c.vmYAML(chainMemoryAfter, marker)})
-	st.do("the Sync takes the memory commit", 2*time.Minute, syncTook(t, ctx, e, "the memory commit", sha))
+	st.do("the Sync takes the memory commit", 2*time.Minute, syncTook(st, ctx, e, sha))
 	want := resource.MustParse(chainMemoryAfter)
 	st.do("the VM's template has the new memory", time.Minute, func() (bool, string) {
 		if err := vc.Get(ctx, key, vm); err != nil {

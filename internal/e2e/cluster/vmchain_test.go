@@ -206,11 +206,16 @@ func vmScheme(t *testing.T) *runtime.Scheme {
 // the test naming the step and what it saw last.
 type step struct {
 	t *testing.T
-	n int
+	// prefix names the steps' sequence in messages ("" or "cleanup ").
+	prefix string
+	n      int
+	// stopped, set by stop during a cond, fails the step at once.
+	stopped string
 }
 
 // do runs step what (numbered) and fails t, with the step's number and
-// name and cond's last word, when cond does not hold within timeout.
+// name and cond's last word, when cond does not hold within timeout, or
+// at once when cond called stop.
 func (s *step) do(what string, timeout time.Duration, cond func() (bool, string)) {
 	s.t.Helper()
 	s.n++
@@ -218,16 +223,23 @@ func (s *step) do(what string, timeout time.Duration, cond func() (bool, string)
 	deadline := start.Add(timeout)
 	for {
 		ok, last := cond()
+		if s.stopped != "" {
+			s.t.Fatalf("%sstep %d, %s: %s", s.prefix, s.n, what, s.stopped)
+		}
 		if ok {
-			s.t.Logf("step %d, %s: done in %s", s.n, what, time.Since(start).Round(time.Millisecond))
+			s.t.Logf("%sstep %d, %s: done in %s", s.prefix, s.n, what, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("step %d, %s: not within %s; last seen: %s", s.n, what, timeout, last)
+			s.t.Fatalf("%sstep %d, %s: not within %s; last seen: %s", s.prefix, s.n, what, timeout, last)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// stop makes the running step fail at once with msg: what it waits for
+// will not come (a refused commit, a failed import).
+func (s *step) stop(format string, args ...any) { s.stopped = fmt.Sprintf(format, args...) }
 
 // failedReasons are the Sync Ready reasons of a revision converge will
 // not apply as it is (a new commit is needed).
@@ -237,9 +249,9 @@ var failedReasons = map[string]bool{
 }
 
 // syncTook reports whether the Sync attempted revision sha and did not
-// refuse it: Ready True, or waiting for health at it. A refusal is
-// reported at once with its message (cond fails fast through t).
-func syncTook(t *testing.T, ctx context.Context, e *cluster.Env, what, sha string) func() (bool, string) {
+// refuse it: Ready True, or waiting for health at it. A refusal stops the
+// step with the Sync's message.
+func syncTook(st *step, ctx context.Context, e *cluster.Env, sha string) func() (bool, string) {
 	return func() (bool, string) {
 		s, err := getSync(ctx, e)
 		if err != nil {
@@ -251,7 +263,7 @@ func syncTook(t *testing.T, ctx context.Context, e *cluster.Env, what, sha strin
 			return false, fmt.Sprintf("Sync attempted %q, want %q; Ready %+v", s.Status.LastAttemptedRevision, rev, ready)
 		}
 		if ready.Status == metav1.ConditionFalse && failedReasons[ready.Reason] {
-			t.Fatalf("%s: the Sync refused commit %s: Ready=False %s: %s", what, sha, ready.Reason, ready.Message)
+			st.stop("the Sync refused commit %s: Ready=False %s: %s", sha, ready.Reason, ready.Message)
 		}
 		return ready.Status == metav1.ConditionTrue || ready.Reason == v1alpha1.WaitingForHealthReason,
 			fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
