@@ -54,7 +54,9 @@ import (
 // PV, and leaves nothing of it on the node (no domain in the agent's
 // libvirtd, no QEMU, no directory of the VMI's disks, no network
 // namespace, no volume directory in the pool). The Namespace and the NAD
-// are removed at the end.
+// are removed at the end. The node's bridge is made by the test, as a
+// KubeVirt admin makes it (bridge-marker advertises it to the scheduler),
+// and deleted at the end.
 //
 // It needs the work of issue 15 on workloads from Git, the node's disks
 // (containerDisk, cloud-init, dataVolume volumes), the pod network with
@@ -104,8 +106,20 @@ func TestVMChain(t *testing.T) {
 		deleteLink(t, chainBridge)
 		waitSyncReady(t, ctx, e)
 	}()
+	// The bridge is the node's, made by its admin as for KubeVirt's bridge
+	// binding (nmstate or by hand): bridge-marker advertises it as a node
+	// resource, which VMIs on the NAD request.
+	addBridge(t, chainBridge)
 	netSHA := commit(t, ctx, e, repo, "vm chain: namespace and bridge network", map[string]string{chainNetFile: chainNetworkYAML()})
 	st := &step{t: t}
+	st.do("bridge-marker advertises the node's bridge "+chainBridge, 2*time.Minute, func() (bool, string) {
+		n := &corev1.Node{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: e.Cluster.NodeName}, n); err != nil {
+			return false, err.Error()
+		}
+		q, ok := n.Status.Allocatable[corev1.ResourceName(bridgeResource)]
+		return ok && !q.IsZero(), fmt.Sprintf("allocatable %v", n.Status.Allocatable)
+	})
 	st.do("the Sync takes the Namespace and the NAD", 2*time.Minute, syncTook(st, ctx, e, netSHA))
 	st.do("the Sync applies the Namespace and the NAD", 3*time.Minute, syncApplied(ctx, e, netSHA))
 	token, removeConsoleRBAC := consoleToken(t, ctx, e)

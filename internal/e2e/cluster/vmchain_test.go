@@ -38,11 +38,14 @@ import (
 // What the VM chain (then_chain_vm_test.go) commits and where it looks on
 // the node.
 const (
-	chainNS      = "vm-chain"
-	chainNAD     = "chain-bridge"
-	chainBridge  = "chainbr0"         // the NAD's Linux bridge on the node
-	chainSubnet  = "192.168.177.0/24" // the NAD's host-local range
-	chainNetFile = configPath + "/vm-chain-network.yaml"
+	chainNS     = "vm-chain"
+	chainNAD    = "chain-bridge"
+	chainBridge = "chainbr0" // the NAD's Linux bridge on the node
+	// bridgeResource is the node resource bridge-marker advertises for
+	// it (kubevirt/bridge-marker: bridge.network.kubevirt.io/<bridge>).
+	bridgeResource = "bridge.network.kubevirt.io/" + chainBridge
+	chainSubnet    = "192.168.177.0/24" // the NAD's host-local range
+	chainNetFile   = configPath + "/vm-chain-network.yaml"
 	// chainMemory is the VM's memory, chainMemoryAfter the memory of the
 	// commit that changes it.
 	chainMemory, chainMemoryAfter = "128Mi", "160Mi"
@@ -567,6 +570,21 @@ func findUnder(root, s string) []string {
 
 // metaListAll lists everything.
 var metaListAll = metav1.ListOptions{}
+
+// addBridge makes the Linux bridge name on the host, up, unless it
+// exists; it is deleted in t.Cleanup when the test made it.
+func addBridge(t *testing.T, name string) {
+	t.Helper()
+	if _, err := net.InterfaceByName(name); err == nil {
+		return
+	}
+	for _, argv := range [][]string{{"ip", "link", "add", name, "type", "bridge"}, {"ip", "link", "set", name, "up"}} {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, out)
+		}
+	}
+	t.Cleanup(func() { deleteLink(t, name) })
+}
 
 // deleteLink deletes the network interface name of the host, if it
 // exists.
