@@ -244,16 +244,18 @@ func (s *step) do(what string, timeout time.Duration, cond func() (bool, string)
 // will not come (a refused commit, a failed import).
 func (s *step) stop(format string, args ...any) { s.stopped = fmt.Sprintf(format, args...) }
 
-// failedReasons are the Sync Ready reasons of a revision converge will
-// not apply as it is (a new commit is needed).
-var failedReasons = map[string]bool{
+// refusedReasons are the Sync Ready reasons of a revision converge did
+// not apply (rendering, verification, apply or prune failed). A health
+// check failure is not one: the revision was applied, and the steps
+// after it say what is unhealthy.
+var refusedReasons = map[string]bool{
 	v1alpha1.RenderFailedReason: true, v1alpha1.ApplyFailedReason: true, v1alpha1.PruneFailedReason: true,
-	v1alpha1.HealthCheckFailedReason: true, v1alpha1.VerificationFailedReason: true,
+	v1alpha1.VerificationFailedReason: true,
 }
 
-// syncTook reports whether the Sync attempted revision sha and did not
-// refuse it: Ready True, or waiting for health at it. A refusal stops the
-// step with the Sync's message.
+// syncTook reports whether the Sync attempted revision sha and applied
+// it: Ready True, or waiting for health (or failing it) at it. A refusal
+// stops the step with the Sync's message.
 func syncTook(st *step, ctx context.Context, e *cluster.Env, sha string) func() (bool, string) {
 	return func() (bool, string) {
 		s, err := getSync(ctx, e)
@@ -265,10 +267,10 @@ func syncTook(st *step, ctx context.Context, e *cluster.Env, sha string) func() 
 		if s.Status.LastAttemptedRevision != rev || ready == nil {
 			return false, fmt.Sprintf("Sync attempted %q, want %q; Ready %+v", s.Status.LastAttemptedRevision, rev, ready)
 		}
-		if ready.Status == metav1.ConditionFalse && failedReasons[ready.Reason] {
+		if ready.Status == metav1.ConditionFalse && refusedReasons[ready.Reason] {
 			st.stop("the Sync refused commit %s: Ready=False %s: %s", sha, ready.Reason, ready.Message)
 		}
-		return ready.Status == metav1.ConditionTrue || ready.Reason == v1alpha1.WaitingForHealthReason,
+		return ready.Status == metav1.ConditionTrue || ready.Reason == v1alpha1.WaitingForHealthReason || ready.Reason == v1alpha1.HealthCheckFailedReason,
 			fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
 	}
 }
