@@ -7,6 +7,8 @@ require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/container-storage-interface/spec v1.13.0
+	github.com/diskfs/go-diskfs v1.9.4
+	github.com/docker/cli v29.0.3+incompatible
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/fluxcd/cli-utils v1.3.0
 	github.com/fluxcd/pkg/ssa v0.78.0
@@ -48,7 +50,12 @@ require (
 
 require (
 	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
+	github.com/djherbis/times v1.6.0 // indirect
+	github.com/docker/distribution v2.8.3+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/klauspost/compress v1.19.1 // indirect
+	github.com/mitchellh/go-homedir v1.1.0 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/vbatts/tar-split v0.12.2 // indirect
 )
 
