@@ -2,6 +2,8 @@ package vmdisks
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -208,11 +210,15 @@ func (d *Disks) Release(namespace, name string, uid types.UID) error {
 	return nil
 }
 
-// replaceFile writes a file through make at a temporary name beside path,
-// then renames it to path, so that path is never half written.
+// replaceFile writes a file through make at a temporary name of its own
+// beside path, then renames it to path, so that path is never half
+// written and concurrent writers do not collide (the last rename wins).
 func replaceFile(path string, make func(tmp string) error) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	_ = os.RemoveAll(tmp)
+	var suffix [8]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(suffix[:]))
 	if err := make(tmp); err != nil {
 		_ = os.RemoveAll(tmp)
 		return err

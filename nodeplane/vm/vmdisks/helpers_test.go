@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -244,7 +246,8 @@ func (r *testRegistry) push(t testing.TB, repoTag string, files map[string][]byt
 			t.Fatal(err)
 		}
 	}
-	for p, data := range files {
+	for _, p := range sortedNames(files) {
+		data := files[p]
 		if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: 0o444, Size: int64(len(data))}); err != nil {
 			t.Fatal(err)
 		}
@@ -259,11 +262,11 @@ func (r *testRegistry) push(t testing.TB, repoTag string, files map[string][]byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err = mutate.ConfigFile(img, &v1.ConfigFile{OS: "linux", Architecture: "amd64"})
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,3 +367,14 @@ func xorrisoFiles(t *testing.T, iso string) (files map[string]string, ok bool) {
 	}
 	return files, true
 }
+
+func sortedNames(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
