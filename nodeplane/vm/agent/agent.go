@@ -38,8 +38,9 @@
 // VMI and before the domain is defined (a failure leaves the VMI
 // Scheduled, not Ready, reason DiskSetupFailed, and is retried), and
 // removed with the networks once the domain is gone. A VMI whose only
-// refused volumes are not ready yet (domain.ErrVolumeNotReady: a PVC not
-// bound, a DataVolume importing) stays Scheduled, not Ready, reason
+// refused volumes are not ready yet, or whose disks are (both wrap
+// domain.ErrVolumeNotReady: a PVC not bound, a DataVolume importing, a
+// containerDisk still pulling), stays Scheduled, not Ready, reason
 // VolumesNotReady, and is retried, as KubeVirt's VMI waits for its
 // volumes.
 //
@@ -94,7 +95,9 @@ type NetworkSetup interface {
 // name the VMI in their errors.
 type DiskSetup interface {
 	// Prepare runs after Build accepted the VMI (Domain.ResolveVolume
-	// gave the paths) and before the domain is defined.
+	// gave the paths) and before the domain is defined. An error wrapping
+	// domain.ErrVolumeNotReady means "not yet" (a pull in progress), not
+	// a failure.
 	Prepare(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error
 	// Release runs once the VMI's domain is gone: nothing of the VMI's
 	// volumes stays on the node. The VMI may be gone from the API: only
@@ -364,7 +367,16 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			})
 		}
 		if a.opts.Disks != nil {
-			if err := a.opts.Disks.Prepare(a.ctx, vmi); err != nil {
+			err := a.opts.Disks.Prepare(a.ctx, vmi)
+			if errors.Is(err, domain.ErrVolumeNotReady) { // a containerDisk still pulling
+				a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
+				res.after(a.opts.RetryAfter)
+				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+					a.setPhase(st, kubevirtv1.Scheduled, "")
+					a.setReady(st, false, "VolumesNotReady", err.Error())
+				})
+			}
+			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
 				res.after(a.opts.RetryAfter)
 				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {

@@ -111,7 +111,8 @@ func TestPreparedVolumes(t *testing.T) {
 
 // TestDiskHooks: Prepare runs after Build and before define; a failing
 // Prepare defines nothing and leaves the VMI Scheduled, DiskSetupFailed,
-// retried until it succeeds; a VMI refused by Build is never prepared
+// retried; one not ready yet (a pull in progress) leaves it Scheduled,
+// VolumesNotReady, without an error; once Prepare succeeds it runs; a VMI refused by Build is never prepared
 // but released; a guest that powers off has its disks released once its
 // domain is gone, before the VMI is deleted.
 func TestDiskHooks(t *testing.T) {
@@ -132,12 +133,24 @@ func TestDiskHooks(t *testing.T) {
 	wantNoDomain(t, hv, "ns_job")
 	src.Store(res.Reports[0])
 
+	disks.fail = fmt.Errorf(`volume "root": image example/disk:1: pulling (for 12s): %w`, domain.ErrVolumeNotReady)
+	res = a.Reconcile(src.List())
+	if len(res.Errors) != 0 || res.RequeueAfter != o.RetryAfter {
+		t.Fatalf("a pull in progress: %+v", res)
+	}
+	st = res.Reports[0].Status
+	if s, r := ready(st); st.Phase != kubevirtv1.Scheduled || s != "False" || r != "VolumesNotReady" {
+		t.Errorf("a pull in progress: phase %s Ready %s/%s, want Scheduled False/VolumesNotReady", st.Phase, s, r)
+	}
+	wantNoDomain(t, hv, "ns_job")
+	src.Store(res.Reports[0])
+
 	disks.fail = nil
 	settle(t, a, src)
 	if got := src.Get("ns", "job"); got.Status.Phase != kubevirtv1.Running {
 		t.Fatalf("after a good Prepare: phase %s", got.Status.Phase)
 	}
-	if got := strings.Join(disks.calls, ", "); got != "prepare job, prepare job" {
+	if got := strings.Join(disks.calls, ", "); got != "prepare job, prepare job, prepare job" {
 		t.Errorf("calls %q", got)
 	}
 

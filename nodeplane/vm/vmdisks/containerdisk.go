@@ -69,8 +69,11 @@ func pullPolicy(cd *kubevirtv1.ContainerDiskSource, ref name.Reference) corev1.P
 }
 
 // prepareContainerDisk makes the VMI's overlay at overlay on the cached
-// image of v's containerDisk, pulling it as its policy says. An overlay
-// made by an earlier call stays: a VMI keeps the image it started with.
+// image of v's containerDisk, pulling it as its policy says (in the
+// background: a pull longer than Options.PullWait is an error wrapping
+// domain.ErrVolumeNotReady, and a later call finds it further along). An
+// overlay made by an earlier call stays: a VMI keeps the image it started
+// with.
 func (d *Disks) prepareContainerDisk(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, v kubevirtv1.Volume, overlay string) error {
 	if _, err := os.Stat(overlay); err == nil {
 		return nil
@@ -96,7 +99,12 @@ func (d *Disks) prepareContainerDisk(ctx context.Context, vmi *kubevirtv1.Virtua
 			return fmt.Errorf("imagePullSecret: Secret %s/%s: %w", vmi.Namespace, cd.ImagePullSecret, err)
 		}
 	}
-	img, err := d.cache.get(ctx, pullRequest{image: cd.Image, ref: ref, path: p, policy: pullPolicy(cd, ref), keychain: kc})
+	req := pullRequest{image: cd.Image, ref: ref, path: p, policy: pullPolicy(cd, ref), keychain: kc}
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s/%s", cd.Image, p, req.policy, vmi.Namespace, cd.ImagePullSecret)
+	img, err := d.pulls.wait(ctx, key, cd.Image, d.opts.PullWait, func() (cachedImage, error) {
+		// the pull outlives this Prepare: bounded by PullTimeout only
+		return d.cache.get(context.Background(), req)
+	})
 	if err != nil {
 		return err
 	}

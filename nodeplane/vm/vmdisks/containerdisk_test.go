@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/converge-dev/converge/nodeplane/vm/domain"
 	"github.com/converge-dev/converge/nodeplane/vm/vmdisks"
 )
 
@@ -362,3 +365,50 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestContainerDiskPullInBackground: a pull longer than PullWait goes on
+// in the background: Prepare reports the volume not ready
+// (domain.ErrVolumeNotReady, "pulling") without an overlay, and once the
+// registry serves the layer a later Prepare makes the overlay from that
+// same pull (the layer is fetched once).
+func TestContainerDiskPullInBackground(t *testing.T) {
+	reg := startRegistry(t, "", "")
+	reg.push(t, "cd/slow:1", map[string][]byte{"disk/disk.qcow2": qcow2Disk(t, 0x88)})
+	reg.reset()
+	release := reg.gateBlobs(t)
+	o := vmdisks.DefaultOptions(t.TempDir())
+	o.PullWait = 50 * time.Millisecond
+	d, err := vmdisks.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := containerDisk("root", reg.host+"/cd/slow:1", "")
+	vmi := vmiWith("vm", vol)
+	src, _ := d.Resolve(vmi, vol)
+	for range 3 {
+		err := d.Prepare(context.Background(), vmi)
+		if !errors.Is(err, domain.ErrVolumeNotReady) || !strings.Contains(err.Error(), "image "+reg.host+"/cd/slow:1: pulling (for ") {
+			t.Fatalf("Prepare during the pull: %v, want a pull in progress", err)
+		}
+		if _, err := os.Stat(src.Path); !os.IsNotExist(err) {
+			t.Fatalf("overlay during the pull: %v", err)
+		}
+	}
+	release()
+	deadline := time.Now().Add(60 * time.Second) // hang guard only
+	for {
+		err := d.Prepare(context.Background(), vmi)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, domain.ErrVolumeNotReady) || time.Now().After(deadline) {
+			t.Fatalf("Prepare after the registry served: %v", err)
+		}
+	}
+	if _, err := os.Stat(src.Path); err != nil {
+		t.Errorf("overlay: %v", err)
+	}
+	if n := reg.count("GET blobs"); n > 2 {
+		t.Errorf("%d blob fetches: the pull was started again", n)
+	}
+}

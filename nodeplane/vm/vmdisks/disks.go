@@ -24,6 +24,7 @@ import (
 type Disks struct {
 	opts  Options
 	cache *imageCache
+	pulls pulls
 }
 
 // New gives Disks with opts; StateDir must be absolute.

@@ -38,8 +38,11 @@
 // overlay, so the cached image is only ever read. imagePullPolicy is the
 // kubelet's: Always resolves the tag at the registry (only the manifest
 // is fetched when the digest is cached), IfNotPresent reuses the digest
-// the reference had at its last pull, Never only that. The cache is not
-// pruned.
+// the reference had at its last pull, Never only that. Pulls run in the
+// background: Prepare waits Options.PullWait for one, then reports the
+// volume not ready (domain.ErrVolumeNotReady) and the agent asks again,
+// so a long pull holds up neither the agent nor the node's other VMIs.
+// The cache is not pruned.
 //
 // PVCResolver (domain.Options.ResolvePVC) follows a bound PVC to its PV
 // and the hostpath CSI driver's volume on this node

@@ -190,6 +190,20 @@ type testRegistry struct {
 	user, pass string
 	mu         sync.Mutex
 	counts     map[string]int // "GET manifests", "GET blobs", "HEAD manifests", …
+	blobGate   chan struct{}  // when set, blob GETs wait until it is closed
+}
+
+// gateBlobs makes blob GETs wait until the returned func is called (at
+// the latest at t's cleanup, before the server closes).
+func (r *testRegistry) gateBlobs(t testing.TB) (release func()) {
+	gate := make(chan struct{})
+	r.mu.Lock()
+	r.blobGate = gate
+	r.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return release
 }
 
 func startRegistry(t testing.TB, user, pass string) *testRegistry {
@@ -214,7 +228,11 @@ func startRegistry(t testing.TB, user, pass string) *testRegistry {
 		}
 		r.mu.Lock()
 		r.counts[req.Method+" "+kind]++
+		gate := r.blobGate
 		r.mu.Unlock()
+		if gate != nil && kind == "blobs" && req.Method == http.MethodGet {
+			<-gate
+		}
 		reg.ServeHTTP(w, req)
 	}))
 	t.Cleanup(r.srv.Close)

@@ -43,13 +43,18 @@ type Options struct {
 	Transport http.RoundTripper
 	// PullTimeout bounds one containerDisk pull (manifest and layers).
 	PullTimeout time.Duration
+	// PullWait is how long Prepare waits for a containerDisk pull; a pull
+	// still running then goes on in the background and Prepare's error
+	// wraps domain.ErrVolumeNotReady (the agent tries again later).
+	PullWait time.Duration
 	// Log receives one line per pull, cache hit and release.
 	Log logr.Logger
 }
 
 // DefaultOptions gives the options for stateDir: qemu-img from PATH,
-// linux/amd64 images, the default transport, a 30 min pull timeout, no
-// logging and no Secret or ConfigMap getters.
+// linux/amd64 images, the default transport, a 30 min pull timeout of
+// which Prepare waits 10 s, no logging and no Secret or ConfigMap
+// getters.
 func DefaultOptions(stateDir string) Options {
 	return Options{
 		StateDir:    stateDir,
@@ -57,6 +62,7 @@ func DefaultOptions(stateDir string) Options {
 		Platform:    v1.Platform{OS: "linux", Architecture: "amd64"},
 		Transport:   remote.DefaultTransport,
 		PullTimeout: 30 * time.Minute,
+		PullWait:    10 * time.Second,
 		Log:         logr.Discard(),
 	}
 }
