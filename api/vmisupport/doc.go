@@ -213,7 +213,7 @@
 //	spec.volumes[*].secret.optional                                supported true: a missing Secret gives an empty volume
 //	spec.volumes[*].secret.secretName                              supported a Secret in the VMI's namespace
 //	spec.volumes[*].secret.volumeLabel                             supported the ISO's volume label (default cfgdata, as KubeVirt)
-//	spec.volumes[*].serviceAccount                                 rejected
+//	spec.volumes[*].serviceAccount                                 rejected  the node agent issues no ServiceAccount tokens yet: use a secret volume
 //	spec.volumes[*].sysprep                                        rejected
 //
 // END SUPPORT TABLE

@@ -69,7 +69,7 @@ var diskRows = []Field{
 	{"spec.volumes[*].secret.optional", sup, "true: a missing Secret gives an empty volume"},
 	{"spec.volumes[*].secret.volumeLabel", sup, "the ISO's volume label (default cfgdata, as KubeVirt)"},
 	{"spec.volumes[*].downwardAPI", rej, ""},
-	{"spec.volumes[*].serviceAccount", rej, ""},
+	{"spec.volumes[*].serviceAccount", rej, "the node agent issues no ServiceAccount tokens yet: use a secret volume"},
 	{"spec.volumes[*].downwardMetrics", rej, ""},
 	{"spec.volumes[*].memoryDump", rej, ""},
 }
