@@ -3,17 +3,12 @@ package vmdisks_test
 import (
 	"context"
 	"encoding/base64"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 // TestCloudInitISO: Prepare writes the cloud-init ISO as KubeVirt's
@@ -175,43 +170,5 @@ func TestCloudInitISORemade(t *testing.T) {
 		if _, files := readISO(t, src.Path, "/user-data"); files["/user-data"] != want {
 			t.Errorf("user-data %q, want %q", files["/user-data"], want)
 		}
-	}
-}
-
-// TestCloudInitISOMountedByLinux mounts the NoCloud ISO with the kernel's
-// iso9660 driver (what the guest's cloud-init reads) and finds the Rock
-// Ridge names and contents. Root only (a loop mount).
-func TestCloudInitISOMountedByLinux(t *testing.T) {
-	vmtest.Require(t, os.Geteuid() == 0, "a loop mount needs root")
-	requireTool(t, "mount", "mount")
-	d, _ := newDisks(t, objects{}, objects{})
-	vol := volume("ci", kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config\nruncmd: [echo hi]\n", NetworkData: "version: 2\n"}})
-	vmi := vmiWith("vm", vol)
-	if err := d.Prepare(context.Background(), vmi); err != nil {
-		t.Fatal(err)
-	}
-	src, _ := d.Resolve(vmi, vol)
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-o", "loop,ro", "-t", "iso9660", src.Path, mnt).CombinedOutput(); err != nil {
-		vmtest.Require(t, false, "mount -o loop %s: %v: %s", src.Path, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
-	entries, err := os.ReadDir(mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if got := strings.Join(names, " "); got != "meta-data network-config user-data" {
-		t.Errorf("mounted ISO holds %q", got)
-	}
-	if b, _ := os.ReadFile(filepath.Join(mnt, "user-data")); string(b) != "#cloud-config\nruncmd: [echo hi]\n" {
-		t.Errorf("mounted user-data %q", b)
 	}
 }
