@@ -37,7 +37,9 @@
 // configMap ISOs: nodeplane/vm/vmdisks) are made once Build accepted the
 // VMI and before the domain is defined (a failure leaves the VMI
 // Scheduled, not Ready, reason DiskSetupFailed, and is retried), and
-// removed with the networks once the domain is gone. A VMI whose only
+// removed with the networks once the domain is gone (and, should a
+// removal be missed across an agent restart, by DiskSetup.Sweep once
+// neither a VMI nor a domain claims them). A VMI whose only
 // refused volumes are not ready yet, or whose disks are (both wrap
 // domain.ErrVolumeNotReady: a PVC not bound, a DataVolume importing, a
 // containerDisk still pulling), stays Scheduled, not Ready, reason
@@ -103,6 +105,10 @@ type DiskSetup interface {
 	// volumes stays on the node. The VMI may be gone from the API: only
 	// its identity is given.
 	Release(namespace, name string, uid types.UID) error
+	// Sweep runs at the end of every pass: it releases what the disks of
+	// VMIs keep rejects left on the node (neither listed nor with a
+	// domain: a Release missed across an agent restart).
+	Sweep(keep func(uid types.UID) bool) error
 }
 
 // Options configure an Agent. Start from DefaultOptions.
@@ -273,6 +279,17 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 	listed := map[types.UID]bool{}
 	for _, vmi := range vmis {
 		listed[vmi.UID] = true
+	}
+	if a.opts.Disks != nil && err == nil {
+		withDomain := map[types.UID]bool{}
+		for _, d := range doms {
+			if m, ours := metadataOf(d); ours {
+				withDomain[types.UID(m.UID)] = true
+			}
+		}
+		if err := a.opts.Disks.Sweep(func(uid types.UID) bool { return listed[uid] || withDomain[uid] }); err != nil {
+			res.Errors = append(res.Errors, err)
+		}
 	}
 	for uid := range a.tornDown {
 		if !listed[uid] {

@@ -38,6 +38,8 @@ func (r *recordingDisks) Release(_, name string, _ types.UID) error {
 	return nil
 }
 
+func (r *recordingDisks) Sweep(func(types.UID) bool) error { return nil }
+
 func withVolumes(vmi *kubevirtv1.VirtualMachineInstance, vols ...kubevirtv1.Volume) *kubevirtv1.VirtualMachineInstance {
 	for _, v := range vols {
 		vmi.Spec.Volumes = append(vmi.Spec.Volumes, v)
@@ -50,7 +52,8 @@ func withVolumes(vmi *kubevirtv1.VirtualMachineInstance, vols ...kubevirtv1.Volu
 // volume through the agent with the real vmdisks: the files are made
 // before the domain is defined, the domain has them as virtio disks
 // (raw ISO, qcow2 image), and once the deleted VMI is reported Removed
-// the VMI's directory is gone.
+// the VMI's directory is gone; the disks of a VMI neither listed nor with
+// a domain are swept.
 func TestPreparedVolumes(t *testing.T) {
 	_, err := exec.LookPath("qemu-img")
 	vmtest.Require(t, err == nil, "qemu-img not found: apt-get install -y --no-install-recommends qemu-utils")
@@ -97,6 +100,20 @@ func TestPreparedVolumes(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("domain lacks disks %v:\n%s", want, d.XML)
+	}
+
+	// the disks of a VMI that went while the agent was away
+	stray := withVolumes(newVMI("stray", 30), vmi.Spec.Volumes[0])
+	if err := disks.Prepare(context.Background(), stray); err != nil {
+		t.Fatal(err)
+	}
+	strayDir := disks.VMIDir("ns", "stray", stray.UID)
+	settle(t, a, src)
+	if _, err := os.Stat(strayDir); !os.IsNotExist(err) {
+		t.Errorf("disks no VMI or domain claims (%s): %v", strayDir, err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("the running VMI's disks: %v", err)
 	}
 
 	src.Delete("ns", "ci", clk.now())

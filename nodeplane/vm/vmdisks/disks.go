@@ -211,6 +211,34 @@ func (d *Disks) Release(namespace, name string, uid types.UID) error {
 	return nil
 }
 
+// Sweep releases the directory of every VMI whose UID keep rejects: what
+// a Release missed (the agent stopped between a VMI's end and its
+// Release, and the VMI went meanwhile). Entries that are not a VMI's
+// directory are left alone.
+func (d *Disks) Sweep(keep func(uid types.UID) bool) error {
+	root := filepath.Join(d.opts.StateDir, "vmis")
+	entries, err := os.ReadDir(root)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("VM disks: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		parts := strings.Split(e.Name(), "_")
+		if !e.IsDir() || len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" || keep(types.UID(parts[2])) {
+			continue
+		}
+		if err := d.Release(parts[0], parts[1], types.UID(parts[2])); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.opts.Log.Info("released what no VMI claims", "vmi", parts[0]+"/"+parts[1], "uid", parts[2])
+	}
+	return errors.Join(errs...)
+}
+
 // replaceFile writes a file through make at a temporary name of its own
 // beside path, then renames it to path, so that path is never half
 // written and concurrent writers do not collide (the last rename wins).

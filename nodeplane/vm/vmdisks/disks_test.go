@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -149,5 +150,27 @@ func TestReleaseLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "containerdisks")); err != nil {
 		t.Errorf("containerDisk cache: %v", err)
+	}
+}
+
+// TestSweep: Sweep removes the directories of the VMIs keep rejects and
+// nothing else (kept VMIs, files that are not a VMI's directory).
+func TestSweep(t *testing.T) {
+	d, state := newDisks(t, objects{}, objects{})
+	ci := volume("ci", kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: "#cloud-config"}})
+	for _, name := range []string{"live", "gone"} {
+		if err := d.Prepare(context.Background(), vmiWith(name, ci)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stray := filepath.Join(state, "vmis", "not-a-vmi")
+	if err := os.WriteFile(stray, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sweep(func(uid types.UID) bool { return uid == "uid-live" }); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(treeFiles(t, filepath.Join(state, "vmis")), " "); got != "not-a-vmi ns_live_uid-live ns_live_uid-live/ci.iso" {
+		t.Errorf("after Sweep: %q", got)
 	}
 }
