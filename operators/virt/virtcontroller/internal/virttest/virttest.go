@@ -3,7 +3,9 @@
 // nodehealth packages): a real API server with the engine's VM CRDs
 // installed and a manager running the controllers a test sets up (New),
 // the cluster's side of a test (agent nodes: Node, AddNode; VMs and VMIs:
-// CreateVM, VMISpec) and the node agent's (SetPhase). For tests only.
+// CreateVM, VMISpec; claims and their volumes: PVC, PV, Bind,
+// CreateBound), the node agent's (SetPhase) and the storage roles'
+// (DataVolumeDone, SetDataVolumeStatus). For tests only.
 package virttest
 
 import (
