@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -142,6 +143,11 @@ func TestDataVolumeTemplates(t *testing.T) {
 	if n := e.VMI(t, "two").Status.NodeName; n != "a" {
 		t.Errorf("VMI two went to %q, want a, where its volumes are (b is emptier)", n)
 	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		vm, _ := state("two")
+		return vmCondition(vm, kubevirtv1.VirtualMachineConditionType(kubevirtv1.VirtualMachineInstanceDataVolumesReady)) ==
+			"True/AllDVsReady: All of the VMI's DVs are bound and ready"
+	})
 
 	// A failed import.
 	if err := e.C.Create(ctx, dvVM("broken", dvTemplate("broken-root", "http://images.local/missing.img"))); err != nil {
@@ -261,4 +267,67 @@ func TestDataVolumeCreateRefused(t *testing.T) {
 	if e.VMI(t, "refused") != nil {
 		t.Fatal("VMI created though its DataVolume could not be")
 	}
+}
+
+// TestClaimStatuses: a VM whose claim does not exist reads ErrorPvcNotFound
+// with the VMI's Synchronized condition (KubeVirt's FailedPvcNotFound); a
+// VM whose WaitForFirstConsumer claim waits to be provisioned on its VMI's
+// node reads WaitingForVolumeBinding; both start once the claim is bound.
+func TestClaimStatuses(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	if err := e.C.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: virttest.HostpathClass},
+		Provisioner: "kubevirt.io.hostpath-provisioner", VolumeBindingMode: &wffc}); err != nil {
+		t.Fatal(err)
+	}
+	e.AddNode(t, virttest.Node("a", "4", "8Gi", map[string]string{v1alpha1.HostpathTopologyKey: "a"}))
+	claimVM := func(name, claim string) *kubevirtv1.VirtualMachine {
+		vm := dvVM(name)
+		vm.Spec.Template.Spec.Domain.Devices.Disks = []kubevirtv1.Disk{{Name: "disk"}}
+		vm.Spec.Template.Spec.Volumes = []kubevirtv1.Volume{{Name: "disk", VolumeSource: kubevirtv1.VolumeSource{
+			PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}}
+		return vm
+	}
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("last state:", last)
+		}
+	})
+	status := func(name string) *kubevirtv1.VirtualMachine {
+		vm := e.VM(t, name)
+		last = describe(vm, e.VMI(t, name)) + "; conditions " + fmt.Sprint(vm.Status.Conditions)
+		return vm
+	}
+
+	if err := e.C.Create(ctx, claimVM("missing", "nowhere")); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		vm := status("missing")
+		return vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusPvcNotFound &&
+			vmCondition(vm, kubevirtv1.VirtualMachineConditionType(kubevirtv1.VirtualMachineInstanceSynchronized)) ==
+				"False/FailedPvcNotFound: PVC vms/nowhere does not exist, waiting for it to appear"
+	})
+	e.CreateBound(t, "nowhere", "a")
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		vm := status("missing")
+		return vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStarting &&
+			vmCondition(vm, kubevirtv1.VirtualMachineConditionType(kubevirtv1.VirtualMachineInstanceSynchronized)) == ""
+	})
+
+	if err := e.C.Create(ctx, virttest.PVC("later")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.C.Create(ctx, claimVM("binding", "later")); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return status("binding").Status.PrintableStatus == kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding
+	})
+	e.Bind(t, "later", "a")
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return status("binding").Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStarting
+	})
 }

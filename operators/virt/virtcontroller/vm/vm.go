@@ -176,6 +176,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineConditionType(corev1.PodScheduled))
 	}
+	syncVolumeConditions(st, vmi)
 	if actErr != nil {
 		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineFailure,
 			Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: actErr.Error()})

@@ -189,3 +189,27 @@ func (r *Reconciler) printableStatus(ctx context.Context, vm *kubevirtv1.Virtual
 		})
 	return PrintableStatusWithVolumes(vm, vmi, vs)
 }
+
+// volumeConditionTypes are the VMI conditions about its volumes that the
+// VM carries too (KubeVirt's syncConditions copies every VMI condition;
+// converge copies these and PodScheduled).
+var volumeConditionTypes = []kubevirtv1.VirtualMachineInstanceConditionType{
+	kubevirtv1.VirtualMachineInstanceSynchronized, kubevirtv1.VirtualMachineInstanceDataVolumesReady,
+}
+
+// syncVolumeConditions copies vmi's volumeConditionTypes conditions into
+// st, and removes those vmi (nil: none) does not have.
+func syncVolumeConditions(st *kubevirtv1.VirtualMachineStatus, vmi *kubevirtv1.VirtualMachineInstance) {
+	for _, t := range volumeConditionTypes {
+		var c *kubevirtv1.VirtualMachineInstanceCondition
+		if vmi != nil {
+			c = findVMICondition(vmi, t)
+		}
+		if c == nil {
+			removeCondition(st, kubevirtv1.VirtualMachineConditionType(t))
+			continue
+		}
+		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineConditionType(t),
+			Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
+}
