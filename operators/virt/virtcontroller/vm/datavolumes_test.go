@@ -14,11 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/internal/virttest"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 	vmcontroller "github.com/converge-dev/converge/operators/virt/virtcontroller/vm"
 )
 
@@ -329,5 +332,55 @@ func TestClaimStatuses(t *testing.T) {
 	e.Bind(t, "later", "a")
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		return status("binding").Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStarting
+	})
+}
+
+// TestWithDataVolumeController runs converge's DataVolume controller
+// (operators/cdi/datavolume) beside the VM controller and the scheduler:
+// the VM's DataVolume gets its PVC from it, placed on the importer node
+// (volume.kubernetes.io/selected-node, WaitForFirstConsumer storage); the
+// test plays the provisioner (the volume bound on that node) and the
+// cdi-importer (Succeeded); the VM then starts on that node.
+func TestWithDataVolumeController(t *testing.T) {
+	vmOpts, schedOpts, dvOpts := vmcontroller.DefaultOptions(), scheduler.DefaultOptions(), datavolume.DefaultOptions()
+	vmOpts.SkipNameValidation, schedOpts.SkipNameValidation, dvOpts.SkipNameValidation = true, true, true
+	dvOpts.CRDPoll = 100 * time.Millisecond
+	e := &env{virttest.New(t,
+		func(mgr ctrl.Manager) error { return vmcontroller.SetupWithManager(mgr, vmOpts) },
+		func(mgr ctrl.Manager) error { return scheduler.SetupWithManager(mgr, schedOpts) },
+		func(mgr ctrl.Manager) error { return datavolume.Setup(mgr, dvOpts) })}
+	ctx := context.Background()
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	if err := e.C.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: virttest.HostpathClass},
+		Provisioner: "kubevirt.io.hostpath-provisioner", VolumeBindingMode: &wffc}); err != nil {
+		t.Fatal(err)
+	}
+	e.AddNode(t, virttest.Node("a", "4", "8Gi", map[string]string{v1alpha1.HostpathTopologyKey: "a"}))
+	e.AddNode(t, virttest.Node("b", "8", "16Gi", map[string]string{v1alpha1.HostpathTopologyKey: "b", v1alpha1.ImporterNodeLabel: "true"}))
+	tmpl := dvTemplate("web-root", "http://images.local/root.img")
+	class := virttest.HostpathClass
+	tmpl.Spec.Storage.StorageClassName = &class
+	if err := e.C.Create(ctx, dvVM("web", tmpl)); err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	var last string
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		err := e.C.Get(ctx, types.NamespacedName{Namespace: e.NS, Name: "web-root"}, claim)
+		dv := e.dv(t, "web-root")
+		if dv != nil {
+			last = fmt.Sprintf("DataVolume %s, claim annotations %v", dv.Status.Phase, claim.Annotations)
+		}
+		return err == nil && dv != nil && dv.Status.Phase == cdiv1.ImportScheduled && claim.Annotations["volume.kubernetes.io/selected-node"] == "b"
+	})
+	if vm := e.VM(t, "web"); vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusProvisioning || e.VMI(t, "web") != nil {
+		t.Fatalf("VM %s with its DataVolume ImportScheduled (%s), want Provisioning and no VMI", vm.Status.PrintableStatus, last)
+	}
+	e.Bind(t, "web-root", "b")
+	e.SetDataVolumeStatus(t, "web-root", cdiv1.DataVolumeStatus{Phase: cdiv1.Succeeded, ClaimName: "web-root", Progress: "100.0%",
+		Conditions: []cdiv1.DataVolumeCondition{{Type: cdiv1.DataVolumeReady, Status: corev1.ConditionTrue}}})
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		vmi := e.VMI(t, "web")
+		return vmi != nil && vmi.Status.NodeName == "b"
 	})
 }
