@@ -57,8 +57,8 @@ func Check(kind string, raw []byte) (vmisupport.FieldErrors, error) {
 // validating-webhook admitters: "CPU model ... is obsolete"), and for a
 // VirtualMachine the spec.dataVolumeTemplates fields
 // CheckDataVolumeTemplates refuses. A VM without spec.template has no VMI
-// spec to check. The error is for an object that is
-// not JSON of that kind (a field of the wrong type) or an unknown kind.
+// spec to check. The error is for an object that is not JSON of that kind
+// (a field of the wrong type) or an unknown kind.
 func CheckWith(kind string, raw []byte, obsolete map[string]bool) (vmisupport.FieldErrors, error) {
 	var obj any
 	var spec func() *kubevirtv1.VirtualMachineInstanceSpec

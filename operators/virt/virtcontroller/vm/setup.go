@@ -36,8 +36,8 @@ func DefaultOptions() Options {
 // starts at once): a Reconciler on the manager's client for each
 // VirtualMachine, for the VMIs it owns (through their controller owner
 // reference), and for the DataVolumes and PVCs its dataVolumeTemplates or
-// template volumes name (referencingVMs), opts.Concurrency VMs at a time. The error
-// names the controller that could not be built.
+// template volumes name (referencingVMs), opts.Concurrency VMs at a time.
+// The error names the controller that could not be built.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := ctrl.NewControllerManagedBy(mgr).
