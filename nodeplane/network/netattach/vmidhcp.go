@@ -79,6 +79,20 @@ func (v *VMINetworks) stopDHCP(uid types.UID) {
 	}
 }
 
+// Close stops every DHCP server, as the agent's process ending does; the
+// VMIs' namespaces and attachments stay (Check serves them again).
+func (v *VMINetworks) Close() {
+	v.mu.Lock()
+	var uids []types.UID
+	for uid := range v.servers {
+		uids = append(uids, uid)
+	}
+	v.mu.Unlock()
+	for _, uid := range uids {
+		v.stopDHCP(uid)
+	}
+}
+
 // DHCPServers gives the leases the VMI's running DHCP servers offer, by
 // in-namespace bridge.
 func (v *VMINetworks) DHCPServers(uid types.UID) map[string]dhcp.Lease {
