@@ -239,7 +239,10 @@ func TestDefaultPodNetworkMasquerade(t *testing.T) {
 	ip := podIP(t, p.podAtt, vmi.UID)
 	// the domain the agent builds with these taps has KubeVirt's default NIC
 	o := domain.DefaultOptions()
-	o.ResolveTap = func(_ string, n kubevirtv1.Network) (domain.Tap, bool, error) { t, ok := taps[n.Name]; return t, ok, nil }
+	o.ResolveTap = func(_ string, n kubevirtv1.Network) (domain.Tap, bool, error) {
+		t, ok := taps[n.Name]
+		return t, ok, nil
+	}
 	d, err := domain.Build(vmi, o)
 	if err != nil {
 		t.Fatal(err)
