@@ -29,8 +29,8 @@
 // without CONFIG_BRIDGE_VLAN_FILTERING a network with a VLAN is refused by
 // the bridge plugin; macspoofchk needs the nft binary (nftables).
 //
-// A pod network plugin that looks the pod up in the API server (Calico,
-// Cilium, Multus) cannot attach a VMI: there is no pod. Plugins that
-// work from their configuration (bridge, ptp, host-local, flannel's
-// delegation to bridge) can.
+// A pod network plugin that looks the pod up in the API server (Multus;
+// Calico and Cilium read the pod's labels and annotations) may refuse a
+// VMI: there is no pod. Plugins that work from their configuration
+// (bridge, ptp, host-local, flannel's delegation to bridge) attach it.
 package netattach
