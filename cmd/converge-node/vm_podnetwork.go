@@ -22,8 +22,7 @@ type podNetworkFlags struct {
 }
 
 func (p *podNetworkFlags) register(fl *pflag.FlagSet) {
-	def := netattach.DefaultPodNetwork()
-	fl.StringVar(&p.confDir, "pod-network-conf-dir", def.ConfDir, "the container runtime's CNI configuration directory: its first configuration (or --pod-network-name) is the pod network VMIs are attached to, as pods are; empty, or a directory that does not exist at start: this node has no pod network (VMIs without interfaces get no NIC, masquerade is refused)")
+	fl.StringVar(&p.confDir, "pod-network-conf-dir", "", "the container runtime's CNI configuration directory (its default: "+netattach.DefaultPodNetwork().ConfDir+", which the agent's DaemonSet passes): its first configuration (or --pod-network-name) is the pod network VMIs are attached to, as pods are; empty, or a directory that does not exist at start: this node has no pod network (VMIs without interfaces get no NIC, masquerade is refused)")
 	fl.StringVar(&p.binDir, "pod-network-bin-dir", netattach.DefaultOptions().BinDirs[0], "the container runtime's CNI plugin directory, where the pod network's plugins are (in the agent's DaemonSet: the host's, mounted elsewhere than the image's own /opt/cni/bin)")
 	fl.StringVar(&p.name, "pod-network-name", "", "the pod network's name in --pod-network-conf-dir (default: the first configuration in lexical order, the runtime's choice; set it when that is Multus')")
 	fl.StringVar(&p.resolvConf, "pod-network-resolv-conf", "/etc/resolv.conf", "the resolv.conf whose name servers and search domains the agent's DHCP servers offer guests (KubeVirt offers the pod's)")
