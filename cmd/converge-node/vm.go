@@ -65,6 +65,7 @@ type vmFlags struct {
 	consoleAdv  string
 	probeTime   time.Duration
 	connectWait time.Duration
+	podNet      podNetworkFlags
 }
 
 func newVMCommand() *cobra.Command {
@@ -157,6 +158,7 @@ libvirt's test driver.`,
 	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
 	fl.StringVar(&f.consoleBind, "console-bind-address", f.consoleBind, "with --kubeconfig: host:port of the serial console server (empty: none)")
 	fl.StringVar(&f.consoleAdv, "console-advertise-address", "", "host:port clients dial for consoles, published on the Node (default: the bound host, else the Node's InternalIP)")
+	f.podNet.register(fl)
 	return cmd
 }
 
@@ -234,10 +236,12 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 	if api {
 		return runVMFromAPI(cmd.Context(), f, cfg, reserved, conn, opts, kvm)
 	}
+	var nads netattach.ConfigSource
 	if f.cniConfDir != "" {
-		if opts.Networks, err = vmNetworks(f, netattach.DirSource{Dir: f.cniConfDir}); err != nil {
-			return err
-		}
+		nads = netattach.DirSource{Dir: f.cniConfDir}
+	}
+	if opts.Networks, err = podNetworks(f, nads, opts.Log); err != nil {
+		return err
 	}
 	src := agent.NewStaticSource(vmis...)
 	go printReports(cmd.OutOrStdout(), src.Stored(), opts.Log)
@@ -277,7 +281,7 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 		}
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
+	if opts.Networks, err = podNetworks(f, netattach.APISource{Client: src.Client()}, opts.Log); err != nil {
 		return err
 	}
 	stopped := ctx // ends on SIGTERM/SIGINT: a stop, not a failure

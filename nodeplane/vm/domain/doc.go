@@ -24,9 +24,12 @@
 //     is Once (v1alpha1.RunStrategyAnnotation);
 //   - disks: raw images or block devices, from hostDisk paths or from PVCs
 //     through Options.ResolvePVC, with user aliases "ua-<disk name>";
-//   - interfaces: bridge binding only, to the bridge Options.ResolveBridge
-//     names for the network, MAC from the spec or derived (MAC), virtio by
-//     default, aliases "ua-<interface name>";
+//   - interfaces: masquerade (pod network) and bridge bindings, each a tap
+//     Options.ResolveTap gives (the agent's network setup plumbs it) or, for
+//     bridge, the bridge Options.ResolveBridge names; KubeVirt's default
+//     interface (PodInterfaceDefault) when the node has a pod network; MAC
+//     from the spec or derived (MAC), virtio by default, aliases
+//     "ua-<interface name>";
 //   - a pty serial console (ttyS0) logged to a file, a virtio balloon, and
 //     virtio-rng when spec.domain.devices.rng is set.
 //
