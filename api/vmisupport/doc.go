@@ -25,8 +25,11 @@
 //	spec.accessCredentials                                         rejected  no guest agent
 //	spec.affinity                                                  rejected  the scheduler has nodeSelector and tolerations only
 //	spec.architecture                                              supported amd64 only
-//	spec.dnsConfig                                                 ignored   converge runs no DHCP or DNS for VMs
-//	spec.dnsPolicy                                                 ignored   converge runs no DHCP or DNS for VMs
+//	spec.dnsConfig                                                 supported
+//	spec.dnsConfig.nameservers                                     supported offered by DHCP after the node's (IPv4 ones: DHCPv4 carries no other)
+//	spec.dnsConfig.options                                         rejected  DHCP carries no resolver options: configure them in the guest
+//	spec.dnsConfig.searches                                        supported offered by DHCP after the node's
+//	spec.dnsPolicy                                                 supported None: the DHCP name servers and search list are dnsConfig's only, with any other policy the agent's resolv.conf (converge-node vm --pod-network-resolv-conf) followed by dnsConfig's
 //	spec.domain                                                    supported
 //	spec.domain.chassis                                            rejected
 //	spec.domain.clock                                              rejected  the guest clock is UTC
@@ -45,7 +48,7 @@
 //	spec.domain.devices.autoattachGraphicsDevice                   ignored   converge domains are headless: use the serial console
 //	spec.domain.devices.autoattachInputDevice                      ignored   converge domains are headless
 //	spec.domain.devices.autoattachMemBalloon                       supported default true: a virtio balloon
-//	spec.domain.devices.autoattachPodInterface                     supported only false: converge never adds a NIC the spec does not list
+//	spec.domain.devices.autoattachPodInterface                     supported default true, as in KubeVirt: a VMI with no interfaces and no networks gets the interface default with masquerade on the pod network when its node has one (else no NIC), and true on a node without a pod network is refused
 //	spec.domain.devices.autoattachSerialConsole                    supported default true: a pty serial console on ttyS0
 //	spec.domain.devices.autoattachVSOCK                            rejected
 //	spec.domain.devices.blockMultiQueue                            rejected
@@ -78,19 +81,20 @@
 //	spec.domain.devices.inputs                                     rejected
 //	spec.domain.devices.interfaces                                 supported
 //	spec.domain.devices.interfaces[*].acpiIndex                    rejected
-//	spec.domain.devices.interfaces[*].binding                      rejected  no network binding plugins: use bridge
+//	spec.domain.devices.interfaces[*].binding                      rejected  no network binding plugins: use masquerade or bridge
 //	spec.domain.devices.interfaces[*].bootOrder                    supported
-//	spec.domain.devices.interfaces[*].bridge                       supported the node's bridge for the network, from the agent's bridge resolver
-//	spec.domain.devices.interfaces[*].dhcpOptions                  rejected  converge runs no DHCP server for VMs
-//	spec.domain.devices.interfaces[*].macAddress                   supported default: 52:54:00 followed by 3 bytes derived from the VMI UID and the interface name
+//	spec.domain.devices.interfaces[*].bridge                       supported on a multus network whose NetworkAttachmentDefinition is a CNI bridge, or on the pod network: the VM's tap bridged to the CNI interface in the VMI's network namespace, the address the network's IPAM gave served to the guest by DHCP (as KubeVirt's bridge binding), or with the agent's --pod-bridge or --network-bridge, the node's bridge instead
+//	spec.domain.devices.interfaces[*].dhcpOptions                  supported served by the agent's DHCP server on the interfaces it plumbs (masquerade, bridge on CNI networks with IPAM): bootFileName, tftpServerName, ntpServers (IPv4) and privateOptions 224 to 254, refused on a node bridge
+//	spec.domain.devices.interfaces[*].macAddress                   supported default: 52:54:00 followed by 3 bytes derived from the VMI UID and the interface name (02:00:00:00:00:00 is the masquerade bridge's)
 //	spec.domain.devices.interfaces[*].macvtap                      rejected  use bridge
-//	spec.domain.devices.interfaces[*].masquerade                   rejected  masquerade (NAT) binding is not supported yet: use bridge
+//	spec.domain.devices.interfaces[*].masquerade                   supported pod network only: NAT behind the pod IP in the VMI's network namespace, the guest gets the VM network's second address (10.0.2.2) by DHCP from the agent, as in KubeVirt (IPv4 only)
 //	spec.domain.devices.interfaces[*].model                        supported virtio (default), e1000, e1000e or rtl8139
 //	spec.domain.devices.interfaces[*].name                         supported must name a network
-//	spec.domain.devices.interfaces[*].passt                        rejected  use bridge
+//	spec.domain.devices.interfaces[*].passt                        rejected  use masquerade
 //	spec.domain.devices.interfaces[*].pciAddress                   rejected
-//	spec.domain.devices.interfaces[*].ports                        ignored   ports only filter masquerade traffic in KubeVirt
-//	spec.domain.devices.interfaces[*].slirp                        rejected  use bridge
+//	spec.domain.devices.interfaces[*].portRanges                   supported masquerade only, at most 10, not overlapping and not with ports: forwarded like ports (KubeVirt's PortRangesSpec feature gate is not needed)
+//	spec.domain.devices.interfaces[*].ports                        supported TCP or UDP: the masquerade binding forwards these ports of the pod IP to the guest (every port when none is declared), as in KubeVirt, and with bridge every port reaches the guest anyway
+//	spec.domain.devices.interfaces[*].slirp                        rejected  use masquerade
 //	spec.domain.devices.interfaces[*].sriov                        rejected  use bridge
 //	spec.domain.devices.interfaces[*].state                        rejected
 //	spec.domain.devices.interfaces[*].tag                          rejected
@@ -146,23 +150,23 @@
 //	spec.domain.resources.overcommitGuestOverhead                  ignored   converge does not reserve QEMU overhead separately
 //	spec.domain.resources.requests                                 supported cpu and memory only: used by the scheduler, and memory is the guest memory when memory.guest is unset
 //	spec.evictionStrategy                                          ignored   no live migration: a drained node stops its VMs
-//	spec.hostname                                                  ignored   converge runs no DHCP or DNS for VMs
+//	spec.hostname                                                  supported the host name the agent's DHCP server gives the guest (option 12), as KubeVirt gives the pod's, default the VMI's name
 //	spec.livenessProbe                                             rejected  converge runs no probes
 //	spec.networks                                                  supported
-//	spec.networks[*].multus                                        supported a NetworkAttachmentDefinition's bridge, from the agent's bridge resolver
+//	spec.networks[*].multus                                        supported a NetworkAttachmentDefinition: a CNI bridge network plumbed by the agent, or a node bridge from the agent's bridge resolver
 //	spec.networks[*].multus.default                                supported
 //	spec.networks[*].multus.networkName                            supported
 //	spec.networks[*].name                                          supported must be used by one interface
-//	spec.networks[*].pod                                           supported the node's default VM bridge, from the agent's bridge resolver
-//	spec.networks[*].pod.vmIPv6NetworkCIDR                         ignored   masquerade only
-//	spec.networks[*].pod.vmNetworkCIDR                             ignored   masquerade only
+//	spec.networks[*].pod                                           supported one per VMI: the cluster's pod network, CNI ADD of the node's CNI configuration (converge-node vm --pod-network-conf-dir) into the VMI's network namespace, as a container runtime does for a pod
+//	spec.networks[*].pod.vmIPv6NetworkCIDR                         rejected  the masquerade binding is IPv4 only
+//	spec.networks[*].pod.vmNetworkCIDR                             supported masquerade's VM network, IPv4 with at least 4 addresses (default 10.0.2.0/24)
 //	spec.nodeSelector                                              supported by the scheduler
 //	spec.priorityClassName                                         ignored   no preemption
 //	spec.readinessProbe                                            rejected  converge runs no probes: Ready means the domain runs
 //	spec.resourceClaims                                            rejected
 //	spec.schedulerName                                             ignored   converge schedules every VMI
 //	spec.startStrategy                                             rejected
-//	spec.subdomain                                                 ignored   converge runs no DHCP or DNS for VMs
+//	spec.subdomain                                                 supported <subdomain>.<the longest service search domain> first in the DHCP search list, as KubeVirt adds it
 //	spec.terminationGracePeriodSeconds                             supported by the agent: ACPI shutdown, then destroy after this many seconds (default 30)
 //	spec.tolerations                                               supported by the scheduler
 //	spec.topologySpreadConstraints                                 rejected  the scheduler has nodeSelector and tolerations only

@@ -69,6 +69,7 @@ type vmFlags struct {
 	consoleAdv  string
 	probeTime   time.Duration
 	connectWait time.Duration
+	podNet      podNetworkFlags
 	pools       []string
 	csiDriver   string
 	qemuImg     string
@@ -180,6 +181,7 @@ libvirt's test driver.`,
 	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
 	fl.StringVar(&f.consoleBind, "console-bind-address", f.consoleBind, "with --kubeconfig: host:port of the serial console server (empty: none)")
 	fl.StringVar(&f.consoleAdv, "console-advertise-address", "", "host:port clients dial for consoles, published on the Node (default: the bound host, else the Node's InternalIP)")
+	f.podNet.register(fl)
 	fl.StringArrayVar(&f.pools, "storage-pool", nil, "storage pool NAME=PATH of the hostpath CSI driver on this node, where PVC and DataVolume disks are (repeatable; the first is the default; as converge-node hostpath-csi's)")
 	fl.StringVar(&f.csiDriver, "csi-driver-name", f.csiDriver, "CSI driver of the PersistentVolumes whose disks VMIs use")
 	fl.StringVar(&f.qemuImg, "qemu-img", f.qemuImg, "qemu-img binary (emptyDisk images, containerDisk overlays)")
@@ -281,10 +283,12 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 	if api {
 		return runVMFromAPI(cmd.Context(), f, cfg, reserved, conn, opts, kvm, disks, pools)
 	}
+	var nads netattach.ConfigSource
 	if f.cniConfDir != "" {
-		if opts.Networks, err = vmNetworks(f, netattach.DirSource{Dir: f.cniConfDir}); err != nil {
-			return err
-		}
+		nads = netattach.DirSource{Dir: f.cniConfDir}
+	}
+	if opts.Networks, err = podNetworks(f, nads, opts.Log); err != nil {
+		return err
 	}
 	if err := vmDisks(&opts, disks); err != nil {
 		return err
@@ -330,7 +334,7 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 		}
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
+	if opts.Networks, err = podNetworks(f, netattach.APISource{Client: src.Client()}, opts.Log); err != nil {
 		return err
 	}
 	vopts := importcontroller.DefaultOptions()

@@ -128,14 +128,14 @@ func (b *builder) volumeSource(j int) (src DiskSource, readOnly, ok bool) {
 	if hasSource(v) {
 		return src, false, false // a rejected source, already reported
 	}
-	b.errs.Add(p, "volume %q has no source: expected hostDisk, persistentVolumeClaim, dataVolume, containerDisk, emptyDisk, cloudInitNoCloud, cloudInitConfigDrive, secret, configMap or serviceAccount", v.Name)
+	b.errs.Add(p, "volume %q has no source: expected hostDisk, persistentVolumeClaim, dataVolume, containerDisk, emptyDisk, cloudInitNoCloud, cloudInitConfigDrive, secret or configMap", v.Name)
 	return src, false, false
 }
 
 // NodeVolumeSource names the source of a volume the node prepares itself
 // (Options.ResolveVolume): "containerDisk", "emptyDisk",
-// "cloudInitNoCloud", "cloudInitConfigDrive", "secret", "configMap" or
-// "serviceAccount", as spelt in the VMI; "" for any other volume.
+// "cloudInitNoCloud", "cloudInitConfigDrive", "secret" or "configMap", as
+// spelt in the VMI; "" for any other volume.
 func NodeVolumeSource(v kubevirtv1.Volume) string {
 	switch {
 	case v.ContainerDisk != nil:
@@ -150,8 +150,6 @@ func NodeVolumeSource(v kubevirtv1.Volume) string {
 		return "secret"
 	case v.ConfigMap != nil:
 		return "configMap"
-	case v.ServiceAccount != nil:
-		return "serviceAccount"
 	}
 	return ""
 }

@@ -27,13 +27,16 @@
 //     "ua-<disk name>": hostDisk paths; persistentVolumeClaim and
 //     dataVolume volumes (the DataVolume's PVC, named after it) through
 //     Options.ResolvePVC; the volumes the node prepares (containerDisk
-//     overlays, emptyDisk images, cloud-init, secret, configMap and
-//     serviceAccount ISOs) through Options.ResolveVolume. A resolver's
-//     error wrapping ErrVolumeNotReady makes Build's error wrap it too,
-//     when nothing else is refused, so that the agent retries;
-//   - interfaces: bridge binding only, to the bridge Options.ResolveBridge
-//     names for the network, MAC from the spec or derived (MAC), virtio by
-//     default, aliases "ua-<interface name>";
+//     overlays, emptyDisk images, cloud-init, secret and configMap ISOs)
+//     through Options.ResolveVolume. A resolver's error wrapping
+//     ErrVolumeNotReady makes Build's error wrap it too, when nothing
+//     else is refused, so that the agent retries;
+//   - interfaces: masquerade (pod network) and bridge bindings, each a tap
+//     Options.ResolveTap gives (the agent's network setup plumbs it) or, for
+//     bridge, the bridge Options.ResolveBridge names; KubeVirt's default
+//     interface (PodInterfaceDefault) when the node has a pod network; MAC
+//     from the spec or derived (MAC), virtio by default, aliases
+//     "ua-<interface name>";
 //   - a pty serial console (ttyS0) logged to a file, a virtio balloon, and
 //     virtio-rng when spec.domain.devices.rng is set.
 //

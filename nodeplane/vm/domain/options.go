@@ -50,7 +50,7 @@ type Options struct {
 	ResolvePVC func(namespace, claimName string) (DiskSource, error)
 	// ResolveVolume gives the disk of a volume the node prepares itself:
 	// containerDisk, emptyDisk, cloudInitNoCloud, cloudInitConfigDrive,
-	// secret, configMap and serviceAccount (nodeplane/vm/vmdisks, whose
+	// secret and configMap (nodeplane/vm/vmdisks, whose
 	// Prepare creates the files before the domain is defined). An error
 	// that is or wraps vmisupport.FieldErrors names fields relative to the
 	// volume's source (spec.volumes[i].<source>). Nil refuses those
