@@ -7,6 +7,8 @@ require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/container-storage-interface/spec v1.13.0
+	github.com/diskfs/go-diskfs v1.9.4
+	github.com/docker/cli v29.0.3+incompatible
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/fluxcd/cli-utils v1.3.0
 	github.com/fluxcd/pkg/ssa v0.78.0
@@ -50,12 +52,17 @@ require (
 
 require (
 	github.com/containerd/stargz-snapshotter/estargz v0.18.1 // indirect
+	github.com/djherbis/times v1.6.0 // indirect
+	github.com/docker/distribution v2.8.3+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/klauspost/compress v1.19.1 // indirect
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42 // indirect
 	github.com/mdlayher/packet v1.1.2 // indirect
 	github.com/mdlayher/socket v0.5.1 // indirect
-	github.com/pierrec/lz4/v4 v4.1.21 // indirect
+	github.com/mitchellh/go-homedir v1.1.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.26 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/u-root/uio v0.0.0-20240224005618-d2acac8f3701 // indirect
 	github.com/vbatts/tar-split v0.12.2 // indirect
 )

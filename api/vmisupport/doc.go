@@ -171,14 +171,36 @@
 //	spec.tolerations                                               supported by the scheduler
 //	spec.topologySpreadConstraints                                 rejected  the scheduler has nodeSelector and tolerations only
 //	spec.volumes                                                   supported
-//	spec.volumes[*].cloudInitConfigDrive                           rejected
-//	spec.volumes[*].cloudInitNoCloud                               rejected  not supported yet (it needs a generated NoCloud ISO): use a disk image with its own configuration
-//	spec.volumes[*].configMap                                      rejected
-//	spec.volumes[*].containerDisk                                  rejected  converge nodes run no container images: use hostDisk or persistentVolumeClaim
-//	spec.volumes[*].dataVolume                                     rejected  no CDI on converge nodes: use persistentVolumeClaim
+//	spec.volumes[*].cloudInitConfigDrive                           supported an ISO 9660 volume labelled config-2 made by the node agent as KubeVirt's: openstack/latest/user_data, meta_data.json (instance_id <name>.<namespace>, uuid, hostname) and network_data.json, one cloud-init volume per VMI
+//	spec.volumes[*].cloudInitConfigDrive.networkData               supported written as network_data.json
+//	spec.volumes[*].cloudInitConfigDrive.networkDataBase64         supported written as network_data.json
+//	spec.volumes[*].cloudInitConfigDrive.networkDataSecretRef      supported a Secret in the VMI's namespace, key networkdata or networkData (as KubeVirt)
+//	spec.volumes[*].cloudInitConfigDrive.secretRef                 supported a Secret in the VMI's namespace, key userdata or userData (as KubeVirt)
+//	spec.volumes[*].cloudInitConfigDrive.userData                  supported
+//	spec.volumes[*].cloudInitConfigDrive.userDataBase64            supported
+//	spec.volumes[*].cloudInitNoCloud                               supported an ISO 9660 volume labelled cidata made by the node agent as KubeVirt's: user-data, meta-data (instance-id from firmware.uuid or metadata.uid, local-hostname from hostname or the name) and network-config, one cloud-init volume per VMI
+//	spec.volumes[*].cloudInitNoCloud.networkData                   supported written as network-config
+//	spec.volumes[*].cloudInitNoCloud.networkDataBase64             supported written as network-config
+//	spec.volumes[*].cloudInitNoCloud.networkDataSecretRef          supported a Secret in the VMI's namespace, key networkdata or networkData (as KubeVirt)
+//	spec.volumes[*].cloudInitNoCloud.secretRef                     supported a Secret in the VMI's namespace, key userdata or userData (as KubeVirt)
+//	spec.volumes[*].cloudInitNoCloud.userData                      supported
+//	spec.volumes[*].cloudInitNoCloud.userDataBase64                supported
+//	spec.volumes[*].configMap                                      supported an ISO 9660 volume made by the node agent as KubeVirt's: one file per key (data and binaryData)
+//	spec.volumes[*].configMap.name                                 supported a ConfigMap in the VMI's namespace
+//	spec.volumes[*].configMap.optional                             supported true: a missing ConfigMap gives an empty volume
+//	spec.volumes[*].configMap.volumeLabel                          supported the ISO's volume label (default cfgdata, as KubeVirt)
+//	spec.volumes[*].containerDisk                                  supported pulled by the node agent from its OCI registry (HTTPS, plain HTTP only from loopback), cached on the node by digest, and booted from a qcow2 copy-on-write overlay per VMI that goes with the VMI (the cached image stays pristine)
+//	spec.volumes[*].containerDisk.image                            supported an image reference (Docker Hub when no registry is named), linux/amd64 from a multi-platform index: the disk is the single file under /disk/, raw or qcow2
+//	spec.volumes[*].containerDisk.imagePullPolicy                  supported Always, IfNotPresent or Never (unset: Always for the tag latest or no tag, else IfNotPresent, as Kubernetes)
+//	spec.volumes[*].containerDisk.imagePullSecret                  supported a kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg Secret in the VMI's namespace
+//	spec.volumes[*].containerDisk.path                             supported the disk's path in the image instead of the single file under /disk/
+//	spec.volumes[*].dataVolume                                     supported the DataVolume's PVC (CDI names it after the DataVolume), as persistentVolumeClaim, and the node agent starts the VMI once the DataVolume has Succeeded
+//	spec.volumes[*].dataVolume.hotpluggable                        rejected  converge has no hotplug
+//	spec.volumes[*].dataVolume.name                                supported
 //	spec.volumes[*].downwardAPI                                    rejected
 //	spec.volumes[*].downwardMetrics                                rejected
-//	spec.volumes[*].emptyDisk                                      rejected
+//	spec.volumes[*].emptyDisk                                      supported a sparse qcow2 image made by the node agent for the VMI and deleted with it (as KubeVirt: its data does not outlive the VMI)
+//	spec.volumes[*].emptyDisk.capacity                             supported required, at least 1 byte
 //	spec.volumes[*].ephemeral                                      rejected
 //	spec.volumes[*].hostDisk                                       supported a raw image (or block device) on the node
 //	spec.volumes[*].hostDisk.capacity                              ignored   only used by DiskOrCreate
@@ -187,12 +209,15 @@
 //	spec.volumes[*].hostDisk.type                                  supported Disk only (DiskOrCreate is refused: the agent does not create images yet)
 //	spec.volumes[*].memoryDump                                     rejected
 //	spec.volumes[*].name                                           supported must be used by one disk
-//	spec.volumes[*].persistentVolumeClaim                          supported a raw disk.img (filesystem PVC) or a block device, located by the agent's PVC resolver
+//	spec.volumes[*].persistentVolumeClaim                          supported a raw disk.img (Filesystem volume) or a block device: the node agent follows the bound PersistentVolume to the hostpath CSI driver's volume on its node
 //	spec.volumes[*].persistentVolumeClaim.claimName                supported
 //	spec.volumes[*].persistentVolumeClaim.hotpluggable             rejected  converge has no hotplug
 //	spec.volumes[*].persistentVolumeClaim.readOnly                 supported
-//	spec.volumes[*].secret                                         rejected
-//	spec.volumes[*].serviceAccount                                 rejected
+//	spec.volumes[*].secret                                         supported an ISO 9660 volume made by the node agent as KubeVirt's: one file per key
+//	spec.volumes[*].secret.optional                                supported true: a missing Secret gives an empty volume
+//	spec.volumes[*].secret.secretName                              supported a Secret in the VMI's namespace
+//	spec.volumes[*].secret.volumeLabel                             supported the ISO's volume label (default cfgdata, as KubeVirt)
+//	spec.volumes[*].serviceAccount                                 rejected  the node agent issues no ServiceAccount tokens yet: use a secret volume
 //	spec.volumes[*].sysprep                                        rejected
 //
 // END SUPPORT TABLE
