@@ -96,7 +96,7 @@ func checkWorkload(u *unstructured.Unstructured, raw []byte, obsolete map[string
 	if typed == nil {
 		return []problem{{Reason: fmt.Sprintf("kind %s has no checks", kind)}}
 	}
-	probs := decodeStrict(raw, typed)
+	probs := decodeStrict(raw, typed, u.GetAPIVersion())
 	if len(probs) > 0 {
 		return probs
 	}
@@ -120,9 +120,10 @@ func checkWorkload(u *unstructured.Unstructured, raw []byte, obsolete map[string
 	return probs
 }
 
-// decodeStrict decodes raw into typed and gives a problem per field of the
-// wrong type (only the first: decoding stops there) or unknown to the type.
-func decodeStrict(raw []byte, typed any) []problem {
+// decodeStrict decodes raw into typed (of apiVersion) and gives a problem
+// per field of the wrong type (only the first: decoding stops there) or
+// unknown to the type, worded as vmadmission.UnknownFieldReason.
+func decodeStrict(raw []byte, typed any, apiVersion string) []problem {
 	if err := json.Unmarshal(raw, typed); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -138,7 +139,7 @@ func decodeStrict(raw []byte, typed any) []problem {
 	for _, e := range strict {
 		var fp interface{ FieldPath() string }
 		if errors.As(e, &fp) {
-			probs = append(probs, problem{Path: fp.FieldPath(), Reason: "unknown field: the API has no such field (misspelt?)"})
+			probs = append(probs, problem{Path: fp.FieldPath(), Reason: "unknown field: not in the " + apiVersion + " API (misspelt?)"})
 			continue
 		}
 		probs = append(probs, problem{Reason: e.Error()})

@@ -207,7 +207,7 @@ metadata: {name: x}
 spec:
   runStrategyy: Halted
   template: {spec: {domain: {devices: {}}}}
-`, []string{"5:3: VirtualMachine default/x: spec.runStrategyy: unknown field: the API has no such field (misspelt?)"}},
+`, []string{"5:3: VirtualMachine default/x: spec.runStrategyy: unknown field: not in the kubevirt.io/v1 API (misspelt?)"}},
 		{"obsolete CPU model", `apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata: {name: old}

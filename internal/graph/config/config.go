@@ -154,8 +154,8 @@ func (c *Config) addFile(ctx *cue.Context, path string) []string {
 	}
 	var lines []string
 	for _, d := range docs {
-		if d.Kind() == cue.NullKind {
-			continue // an empty YAML document
+		if d.Kind() == cue.NullKind || d.IncompleteKind() == cue.TopKind {
+			continue // an empty YAML document, or one of comments only
 		}
 		if err := c.addDoc(d); err != nil {
 			lines = append(lines, err.Error())
