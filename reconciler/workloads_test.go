@@ -199,13 +199,13 @@ func TestWorkloads(t *testing.T) {
 	}
 	vm := obj(t, c, vmAPI, "VirtualMachine", "vms", "web")
 	for path, want := range map[string]string{
-		"spec.template.spec.architecture":                                      "amd64",
-		"spec.template.spec.domain.firmware.serial":                            "6e3b1f7c-2d4a-4b8e-9f10-1a2b3c4d5e6f",
-		"spec.template.spec.domain.firmware.uuid":                              "5d307ca9-b3ef-428c-8861-06e72d69f223",
-		"spec.template.spec.domain.machine.type":                               "q35",
+		"spec.template.spec.architecture":                                     "amd64",
+		"spec.template.spec.domain.firmware.serial":                           "6e3b1f7c-2d4a-4b8e-9f10-1a2b3c4d5e6f",
+		"spec.template.spec.domain.firmware.uuid":                             "5d307ca9-b3ef-428c-8861-06e72d69f223",
+		"spec.template.spec.domain.machine.type":                              "q35",
 		"spec.template.metadata.annotations.kubevirt.io/pci-topology-version": "v3",
 		"metadata.annotations.kubevirt.io/latest-observed-api-version":        "v1",
-		"status.printableStatus":                                               "Running",
+		"status.printableStatus":                                              "Running",
 	} {
 		if got := nested(vm.Object, path); got != want {
 			t.Errorf("VM %s = %q, want %q kept", path, got, want)
