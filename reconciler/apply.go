@@ -292,6 +292,43 @@ func (p *Pipeline) waitsFor(r *graph.Rendered, o *unstructured.Unstructured) boo
 	return (gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") || (gvk.Group == "" && gvk.Kind == "Namespace")
 }
 
+// patchAt sends send as a server-side apply (force ownership). When the
+// object exists (exists) it is sent with the resourceVersion it had when
+// converge decided to apply it (before) as a precondition, so that the
+// resourceVersion the API server returns tells, without a race, whether
+// this apply changed the object: the same one when it did not (another
+// manager's write is never taken for converge's, nor for drift). When the
+// object changed in between (Conflict) its resourceVersion is read again
+// and the apply sent again, up to 3 times. The outcome's base is the
+// resourceVersion the successful apply was conditioned on ("" when sent
+// unconditioned, also when the object turned out to be gone).
+func (p *Pipeline) patchAt(ctx context.Context, send *unstructured.Unstructured, exists bool, before string) (applied, error) {
+	out := applied{}
+	for attempt := 1; ; attempt++ {
+		out.applied = send.DeepCopy()
+		out.base = ""
+		if exists && before != "" {
+			out.applied.SetResourceVersion(before)
+			out.base = before
+		}
+		out.requests++
+		err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+		if err == nil || !apierrors.IsConflict(err) || out.base == "" || attempt == 3 {
+			return out, err
+		}
+		cur := &metav1.PartialObjectMetadata{}
+		cur.SetGroupVersionKind(send.GroupVersionKind())
+		switch gerr := p.Client.Get(ctx, client.ObjectKeyFromObject(send), cur); {
+		case apierrors.IsNotFound(gerr):
+			exists, before = false, ""
+		case gerr != nil:
+			return out, fmt.Errorf("%s: reading it again after a conflict: %w", ssaSubject(send), gerr)
+		default:
+			before = cur.GetResourceVersion()
+		}
+	}
+}
+
 // applied is the outcome of one applyOne.
 type applied struct {
 	entry  v1alpha1.InventoryEntry
@@ -305,6 +342,8 @@ type applied struct {
 	drifted bool
 	// recreated: deleted and created again (immutable field, force).
 	recreated bool
+	// base is the resourceVersion the apply was conditioned on (patchAt).
+	base string
 }
 
 // applyOne applies desired unless the inventory and the live state show
@@ -338,8 +377,12 @@ func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *uns
 			}
 		}
 	}
-	out := applied{applied: send.DeepCopy(), requests: 1}
-	err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+	out, err := p.patchAt(ctx, send, exists, before)
+	if err == nil && out.base != "" {
+		before = out.base
+	} else if err == nil && exists && out.base == "" {
+		exists = false // deleted since the live state was read: created again
+	}
 	if err != nil && isImmutable(err) {
 		force, ferr := p.forceAllowed(ctx, desired)
 		if ferr != nil {
