@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/reconciler"
 )
 
@@ -395,5 +397,51 @@ func TestNoDriftFromALaggingCache(t *testing.T) {
 	}
 	if res.Writes < 2 {
 		t.Errorf("%d writes, want the VM's apply refused on the stale resourceVersion, then sent again", res.Writes)
+	}
+}
+
+// TestUninstallWorkloadsFirst: deleting everything a config applied (a
+// Sync with deletionPolicy Delete) deletes the workloads first and waits
+// for them, while the stack whose VM controller removes a VM's finalizer
+// is still there; the KubeVirt CR goes only after the VM is gone.
+func TestUninstallWorkloadsFirst(t *testing.T) {
+	c, _, mk := newClient(t)
+	p := mk(testOptions(false))
+	ctx := context.Background()
+	doSync(t, p, renderWorkloads(t, map[string]string{"w.yaml": wlNamespace + "---\n" + wlVM}))
+	writeAs(t, c, "virt-controller", vmAPI, "VirtualMachine", "vms", "web", false, `{"metadata": {"finalizers": ["kubevirt.io/virtualMachineControllerFinalize"]}}`)
+	store := reconciler.ConfigMapStore{Client: c, Reader: c, Namespace: hcNS, Name: hcNS}
+	type result struct {
+		cs  *ssa.ChangeSet
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cs, err := p.Uninstall(ctx, store, p.OwnerLabels(hcNS, hcNS))
+		done <- result{cs, err}
+	}()
+	// The VM controller: once the VM is being deleted, the stack must
+	// still be there; then it lets the VM go.
+	controlplane.Eventually(t, time.Minute, func() bool {
+		vm := obj(t, c, vmAPI, "VirtualMachine", "vms", "web")
+		return vm != nil && vm.GetDeletionTimestamp() != nil
+	})
+	if kv := obj(t, c, kvAPI, "KubeVirt", hcNS, kvName); kv == nil || kv.GetDeletionTimestamp() != nil {
+		t.Errorf("KubeVirt CR %v while the VM is being deleted, want it untouched", kv)
+	}
+	writeAs(t, c, "virt-controller", vmAPI, "VirtualMachine", "vms", "web", false, `{"metadata": {"finalizers": null}}`)
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	var order []string
+	for _, e := range res.cs.Entries {
+		order = append(order, e.Subject)
+	}
+	if len(order) == 0 || order[0] != "VirtualMachine/vms/web" {
+		t.Errorf("uninstall order %v, want the VM first", order)
+	}
+	if obj(t, c, kvAPI, "KubeVirt", hcNS, kvName) != nil {
+		t.Error("KubeVirt CR not deleted")
 	}
 }
