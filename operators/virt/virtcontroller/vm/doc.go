@@ -9,7 +9,11 @@
 // VMI's phase and conditions as the node agent (nodeplane/vm/agent) and
 // the VMI scheduler (operators/virt/virtcontroller/scheduler) write them.
 // The VMI a VM gets (NewVMI) carries the VM's run strategy in
-// v1alpha1.RunStrategyAnnotation for the agent's domain translation.
+// v1alpha1.RunStrategyAnnotation for the agent's domain translation. A VM
+// naming an instancetype or preference (instancetype.kubevirt.io) gets
+// them stored in ControllerRevisions it owns first, and its VMI has them
+// expanded (instancetype.go, after KubeVirt's instancetype controller;
+// the logic is package operators/virt/instancetype).
 //
 // SetupWithManager registers the controller ("virtualmachine");
 // operators/virt/virtcontroller.Setup does so in converge-controller.

@@ -35,7 +35,7 @@ func DefaultOptions() Options {
 // reference, the VMIs it owns, opts.Concurrency VMs at a time. The error
 // names the controller that could not be built.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{Client: mgr.GetClient()}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachine{}).

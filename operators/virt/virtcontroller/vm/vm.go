@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -28,6 +29,9 @@ import (
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
+	// APIReader reads uncached (nil: Client): the VM's recheck before a
+	// DataVolume is adopted.
+	APIReader client.Reader
 }
 
 // Reconcile brings the VM req names one step toward its run strategy.
@@ -67,6 +71,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Update(ctx, vm); err != nil {
 			return ctrl.Result{}, fmt.Errorf("VirtualMachine %s: adding finalizer: %w", req, err)
 		}
+	}
+
+	if err := r.syncInstancetype(ctx, vm); err != nil {
+		return ctrl.Result{}, errors.Join(err, r.writeStatus(ctx, vm, vmi, err))
 	}
 
 	act, requests := StateChange(vm.Status.StateChangeRequests, vmi)
@@ -109,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // VMI still being deleted, or a stale cache) is not an error.
 func (r *Reconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := NewVMI(vm)
+	if err := r.expandInstancetype(ctx, vm, vmi); err != nil {
+		return nil, err
+	}
 	if err := r.Client.Create(ctx, vmi); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, nil
@@ -172,7 +183,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	}
 	if actErr != nil {
 		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineFailure,
-			Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: actErr.Error()})
+			Status: corev1.ConditionTrue, Reason: failureReason(actErr), Message: actErr.Error()})
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineFailure)
 	}
