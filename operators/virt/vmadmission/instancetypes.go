@@ -42,7 +42,8 @@ var instancetypePaths = []string{"spec.instancetype", "spec.preference"}
 //     not met ("failure checking preference requirements: ..."); and the
 //     fields the expansion adds that converge does not run
 //     (vmisupport.CheckSpec), naming the instancetype or preference that
-//     sets them.
+//     sets them; and dataVolumeTemplates without a storage class when the
+//     preference prefers one (KubeVirt's mutating webhook fills it in).
 func CheckInstancetypes(ctx context.Context, r client.Reader, vm, old *kubevirtv1.VirtualMachine) vmisupport.FieldErrors {
 	var errs vmisupport.FieldErrors
 	for _, c := range instancetype.ValidateMatchers(vm, old) {
@@ -75,7 +76,35 @@ func CheckInstancetypes(ctx context.Context, r client.Reader, vm, old *kubevirtv
 		errs.Add(cs.String(), "%s%v", instancetype.RequirementsFailedPrefix, err)
 		return errs
 	}
-	return append(errs, expandedUnsupported(vm, it, pref)...)
+	errs = append(errs, expandedUnsupported(vm, it, pref)...)
+	return append(errs, preferredStorageClass(vm, pref)...)
+}
+
+// preferredStorageClass refuses the dataVolumeTemplates without a storage
+// class when vm's preference names one: KubeVirt's mutating webhook sets
+// it on them (kubevirt pkg/instancetype/webhooks/vm/mutator.go
+// mutateDataVolumeTemplates); converge has no mutating webhook, and its
+// DataVolumes would silently take the default class.
+func preferredStorageClass(vm *kubevirtv1.VirtualMachine, pref *v1beta1.VirtualMachinePreferenceSpec) vmisupport.FieldErrors {
+	if pref == nil || pref.Volumes == nil || pref.Volumes.PreferredStorageClassName == "" {
+		return nil
+	}
+	var errs vmisupport.FieldErrors
+	for i, dv := range vm.Spec.DataVolumeTemplates {
+		var where string
+		switch {
+		case dv.Spec.PVC != nil && dv.Spec.PVC.StorageClassName == nil:
+			where = "pvc"
+		case dv.Spec.Storage != nil && dv.Spec.Storage.StorageClassName == nil:
+			where = "storage"
+		default:
+			continue
+		}
+		errs.Add(fmt.Sprintf("spec.dataVolumeTemplates[%d].spec.%s.storageClassName", i, where),
+			"unset, and the preference's volumes.preferredStorageClassName %q is not applied by converge (KubeVirt's mutating webhook sets it): set it here",
+			pref.Volumes.PreferredStorageClassName)
+	}
+	return errs
 }
 
 // expandedUnsupported gives the fields of vm's expanded template that

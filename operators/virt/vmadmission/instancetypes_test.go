@@ -70,6 +70,12 @@ func TestInstancetypesThroughAPIServer(t *testing.T) {
 	if err := c.Create(ctx, spread); err != nil {
 		t.Fatal(err)
 	}
+	fast := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "instancetype.kubevirt.io/v1beta1", "kind": "VirtualMachinePreference",
+		"metadata": map[string]any{"namespace": "default", "name": "fast"},
+		"spec":     map[string]any{"volumes": map[string]any{"preferredStorageClassName": "ssd"}}}}
+	if err := c.Create(ctx, fast); err != nil {
+		t.Fatal(err)
+	}
 
 	w := vmadmission.Webhook(vmadmission.Options{Instancetypes: c})
 	certs := webhooktest.Start(t, c, webhook.Options{
@@ -112,6 +118,16 @@ func TestInstancetypesThroughAPIServer(t *testing.T) {
 		{"fields converge does not run refused, naming the instancetype", create("cx", `{"name":"cx1.medium"}`, "", ""), []string{
 			"VirtualMachine default/cx: spec.template.spec.domain.memory.hugepages: ",
 			"(set by VirtualMachineClusterInstancetype cx1.medium)"}},
+		{"a preferred storage class converge does not apply refused", func() error {
+			vm := object(t, itVMJSON("dvt", "", `{"name":"fast","kind":"VirtualMachinePreference"}`, ""))
+			if err := unstructured.SetNestedSlice(vm.Object, []any{map[string]any{"metadata": map[string]any{"name": "root"},
+				"spec": map[string]any{"source": map[string]any{"blank": map[string]any{}},
+					"storage": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}}}},
+				"spec", "dataVolumeTemplates"); err != nil {
+				t.Fatal(err)
+			}
+			return c.Create(ctx, vm)
+		}, []string{`VirtualMachine default/dvt: spec.dataVolumeTemplates[0].spec.storage.storageClassName: unset, and the preference's volumes.preferredStorageClassName "ssd" is not applied by converge`}},
 		{"a matcher-only update is re-checked", func() error {
 			return c.Patch(ctx, object(t, itVMJSON("later", `{"name":"x1.later"}`, "", "")),
 				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"instancetype":{"name":"u1.large"}}}`)))
