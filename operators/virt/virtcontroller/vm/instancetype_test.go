@@ -13,19 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/operators/virt/instancetype"
-	vmcontroller "github.com/converge-dev/converge/operators/virt/virtcontroller/vm"
+	"github.com/converge-dev/converge/operators/virt/virtcontroller/internal/virttest"
 )
 
-const itNS = "vms"
+// itNS is where the tests' VMs live (newEnv creates it).
+const itNS = virttest.Namespace
 
-// TestInstancetypes runs the VirtualMachine controller on a real API
-// server with the graph's VM and instancetype.kubevirt.io CRDs and the
+// TestInstancetypes runs the VirtualMachine controller (newEnv) on a real
+// API server with the graph's VM and instancetype.kubevirt.io CRDs and the
 // pinned common-instancetypes bundles applied unchanged (the CRDs accept
 // upstream's manifests): a VM with instancetype u1.large and preference
 // fedora gets a VMI of 2 vCPUs (sockets) and 8Gi with the preferred disk
@@ -37,9 +37,10 @@ const itNS = "vms"
 // condition with KubeVirt's message; one naming a missing instancetype
 // waits (FailedFindInstancetype) and starts once it exists.
 func TestInstancetypes(t *testing.T) {
-	cp, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
-	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "virtualmachineinstancetypes",
-		"virtualmachineclusterinstancetypes", "virtualmachinepreferences", "virtualmachineclusterpreferences")
+	e := newEnv(t)
+	c := e.C
+	crdtest.Install(t, c, "virtualmachineinstancetypes", "virtualmachineclusterinstancetypes",
+		"virtualmachinepreferences", "virtualmachineclusterpreferences")
 	ctx := context.Background()
 	for _, f := range []string{instancetype.ClusterInstancetypesBundle, instancetype.ClusterPreferencesBundle} {
 		objs, err := instancetype.CommonBundle(f)
@@ -51,12 +52,6 @@ func TestInstancetypes(t *testing.T) {
 				t.Fatalf("%s %s of the pinned bundle refused: %v", o.GetKind(), o.GetName(), err)
 			}
 		}
-	}
-	opts := vmcontroller.DefaultOptions()
-	opts.SkipNameValidation = true
-	controlplane.RunManagerForTest(t, cp, scheme, func(mgr ctrl.Manager) error { return vmcontroller.SetupWithManager(mgr, opts) })
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: itNS}}); err != nil {
-		t.Fatal(err)
 	}
 
 	web := itVM("web", &kubevirtv1.InstancetypeMatcher{Name: "u1.large"},
