@@ -15,6 +15,17 @@
 // expanded (instancetype.go, after KubeVirt's instancetype controller;
 // the logic is package operators/virt/instancetype).
 //
+// DataVolumes (datavolumes.go, after KubeVirt vm.go handleDataVolumes and
+// ClaimMatchedDataVolumes): the controller creates the DataVolume of each
+// spec.dataVolumeTemplates entry (NewDataVolume: the template's name in the
+// VM's namespace, controlled by the VM, so that deleting the VM deletes
+// them through the garbage collector), adopts an orphan of that name, and
+// starts no VMI until they are Succeeded; a changed template does not
+// change an existing DataVolume, as in KubeVirt. The VM's printableStatus
+// then reads Provisioning, DataVolumeError, WaitingForVolumeBinding or
+// ErrorPvcNotFound (PrintableStatusWithVolumes, from the DataVolumes and
+// PVCs of its template's volumes: VolumeStatusOf).
+//
 // SetupWithManager registers the controller ("virtualmachine");
 // operators/virt/virtcontroller.Setup does so in converge-controller.
 package vm

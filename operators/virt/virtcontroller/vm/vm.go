@@ -81,7 +81,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if act == Keep && len(requests) == 0 {
 		act = Decide(vmstate.RunStrategy(vm), vmi, vm.Status.Created)
 	}
-	var actErr error
+	wait, actErr := r.waitForDataVolumes(ctx, vm, act)
+	if wait { // requests stay queued until the action can be taken
+		act, requests = Keep, vm.Status.StateChangeRequests
+	}
 	switch act {
 	case Create:
 		vmi, actErr = r.create(ctx, vm)
@@ -156,7 +159,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	st := &vm.Status
 	st.Created = vmi != nil && vmi.DeletionTimestamp == nil
 	st.Ready = vmi != nil && vmi.Status.Phase == kubevirtv1.Running && vmiCondition(vmi, kubevirtv1.VirtualMachineInstanceReady) == corev1.ConditionTrue
-	st.PrintableStatus = PrintableStatus(vm, vmi)
+	st.PrintableStatus = r.printableStatus(ctx, vm, vmi)
 	rs := vmstate.RunStrategy(vm)
 	st.RunStrategy = rs
 	st.ObservedGeneration = vm.Generation
@@ -181,6 +184,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineConditionType(corev1.PodScheduled))
 	}
+	syncVolumeConditions(st, vmi)
 	if actErr != nil {
 		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineFailure,
 			Status: corev1.ConditionTrue, Reason: failureReason(actErr), Message: actErr.Error()})
