@@ -170,3 +170,52 @@ func TestPreferenceAnnotations(t *testing.T) {
 		t.Errorf("annotations %v, want %v", meta.Annotations, want)
 	}
 }
+
+// TestAddDefaultPodInterface: KubeVirt's default NIC is written into a
+// VMI without interfaces and networks when its preference models or
+// binds interfaces, so that the preference reaches it as in KubeVirt
+// (whose VM controller adds the default before the preference); not when
+// the VMI declares any, opts out, or the preference says nothing of
+// interfaces.
+func TestAddDefaultPodInterface(t *testing.T) {
+	e1000 := &v1beta1.VirtualMachinePreferenceSpec{Devices: &v1beta1.DevicePreferences{PreferredInterfaceModel: "e1000"}}
+	for _, tc := range []struct {
+		name string
+		pref *v1beta1.VirtualMachinePreferenceSpec
+		spec kubevirtv1.VirtualMachineInstanceSpec
+		want bool
+	}{
+		{"no NIC, preferred model", e1000, kubevirtv1.VirtualMachineInstanceSpec{}, true},
+		{"no NIC, preferred masquerade", &v1beta1.VirtualMachinePreferenceSpec{Devices: &v1beta1.DevicePreferences{
+			PreferredInterfaceMasquerade: &kubevirtv1.InterfaceMasquerade{}}}, kubevirtv1.VirtualMachineInstanceSpec{}, true},
+		{"no NIC, preference without interface preferences", &v1beta1.VirtualMachinePreferenceSpec{Devices: &v1beta1.DevicePreferences{
+			PreferredDiskBus: kubevirtv1.DiskBusSATA}}, kubevirtv1.VirtualMachineInstanceSpec{}, false},
+		{"no preference", nil, kubevirtv1.VirtualMachineInstanceSpec{}, false},
+		{"a declared network", e1000, kubevirtv1.VirtualMachineInstanceSpec{Networks: []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()}}, false},
+		{"autoattachPodInterface false", e1000, kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
+			Devices: kubevirtv1.Devices{AutoattachPodInterface: ptr(false)}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec.DeepCopy()
+			if got := instancetype.AddDefaultPodInterface(tc.pref, spec); got != tc.want {
+				t.Fatalf("added %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				if !reflect.DeepEqual(*spec, tc.spec) {
+					t.Errorf("spec changed: %+v", spec)
+				}
+				return
+			}
+			if cs := instancetype.ApplyToVMI(templatePath, nil, tc.pref, spec, &metav1.ObjectMeta{}); len(cs) > 0 {
+				t.Fatal(cs)
+			}
+			i, n := spec.Domain.Devices.Interfaces, spec.Networks
+			if len(i) != 1 || i[0].Name != "default" || i[0].Masquerade == nil || len(n) != 1 || n[0].Name != "default" || n[0].Pod == nil {
+				t.Fatalf("interfaces %+v networks %+v, want KubeVirt's default masquerade NIC on the pod network", i, n)
+			}
+			if tc.pref.Devices.PreferredInterfaceModel != "" && i[0].Model != tc.pref.Devices.PreferredInterfaceModel {
+				t.Errorf("model %q, want the preference's %q", i[0].Model, tc.pref.Devices.PreferredInterfaceModel)
+			}
+		})
+	}
+}

@@ -14,7 +14,8 @@ import (
 // controller (kubevirt pkg/instancetype/controller/vm/controller.go
 // ApplyAutoAttachPreferences and ApplyToVMI, called by
 // pkg/virt-controller/watch/vm/vm.go startVMI): the preference's
-// autoattach fields, the annotations naming the instancetype and
+// autoattach fields, the default NIC when the preference would change it
+// (AddDefaultPodInterface), the annotations naming the instancetype and
 // preference (kubevirt.io/[cluster-]instancetype-name,
 // kubevirt.io/[cluster-]preference-name), then ApplyToVMI at the VMI's
 // spec. A VM naming neither is left alone. The error is the finder's, or
@@ -29,6 +30,7 @@ func (f Finder) ApplyToNewVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine
 		return err
 	}
 	ApplyAutoattachPreferences(pref, &vmi.Spec)
+	AddDefaultPodInterface(pref, &vmi.Spec)
 	it, err := f.Instancetype(ctx, vm)
 	if err != nil {
 		return err

@@ -133,6 +133,9 @@ func expandedUnsupported(vm *kubevirtv1.VirtualMachine, it *v1beta1.VirtualMachi
 	}
 	if pref != nil {
 		t := vm.Spec.Template.DeepCopy()
+		// as the VM controller expands it (instancetype.Finder.ApplyToNewVMI)
+		instancetype.ApplyAutoattachPreferences(pref, &t.Spec)
+		instancetype.AddDefaultPodInterface(pref, &t.Spec)
 		instancetype.ApplyToVMI(tmplPath, it, pref, &t.Spec, &t.ObjectMeta)
 		add(&t.Spec, matcherName(vm.Spec.Preference.Kind, vm.Spec.Preference.Name, instancetype.PreferenceKind))
 	}

@@ -32,7 +32,8 @@ const itNS = virttest.Namespace
 // bus and interface model, EFI secure boot and the annotations naming
 // both; ControllerRevisions owned by the VM hold them, named in
 // status.instancetypeRef/preferenceRef; an edit of the cluster
-// instancetype leaves the next VMI of the VM as it was. A VM whose
+// instancetype leaves the next VMI of the VM as it was. Without
+// interfaces the default NIC takes the preference's model. A VM whose
 // template conflicts with its instancetype gets no VMI and a Failure
 // condition with KubeVirt's message; one naming a missing instancetype
 // waits (FailedFindInstancetype) and starts once it exists.
@@ -112,6 +113,22 @@ func TestInstancetypes(t *testing.T) {
 	}
 	if got := waitVMI(t, c, "new", "").Spec.Domain.CPU.Sockets; got != 4 {
 		t.Errorf("a new VM's VMI has %d sockets, want the edited instancetype's 4", got)
+	}
+
+	// Without interfaces, KubeVirt's default NIC takes the preference's
+	// model (legacy: e1000), as KubeVirt adds it before the preference.
+	bare := itVM("legacy", &kubevirtv1.InstancetypeMatcher{Name: "u1.small"}, &kubevirtv1.PreferenceMatcher{Name: "legacy"})
+	bare.Spec.Template.Spec.Domain.Devices.Interfaces, bare.Spec.Template.Spec.Networks = nil, nil
+	if err := c.Create(ctx, bare); err != nil {
+		t.Fatal(err)
+	}
+	lv := waitVMI(t, c, "legacy", "")
+	if ifs, nets := lv.Spec.Domain.Devices.Interfaces, lv.Spec.Networks; len(ifs) != 1 || ifs[0].Name != "default" || ifs[0].Model != "e1000" ||
+		ifs[0].Masquerade == nil || len(nets) != 1 || nets[0].Pod == nil {
+		t.Errorf("VMI interfaces %+v networks %+v, want the default masquerade NIC on the pod network, model e1000", ifs, nets)
+	}
+	if b := lv.Spec.Domain.Devices.Disks[0].Disk; b == nil || b.Bus != kubevirtv1.DiskBusSATA {
+		t.Errorf("VMI disk %+v, want legacy's sata bus", lv.Spec.Domain.Devices.Disks[0].DiskDevice)
 	}
 
 	// A template setting what the instancetype sets is refused.
