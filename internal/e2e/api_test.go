@@ -293,7 +293,7 @@ func installCRDs(t *testing.T, c client.Client) {
 	if err := c.Patch(context.Background(), sync, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
 		t.Fatalf("installing the Sync CRD: %v", err)
 	}
-	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "kubevirts", "datavolumes", "hostpathprovisioners")
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "kubevirts", "datavolumes", "hostpathprovisioners", "virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences")
 }
 
 // nativeKubeVirt creates the KubeVirt CR marked native that converge's

@@ -50,7 +50,7 @@ const kvNS = "kubevirt-hyperconverged"
 func TestVirtOperator(t *testing.T) {
 	controlplane.RequireForTest(t)
 	env, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme, cdiv1.AddToScheme)
-	crdtest.Install(t, c, "kubevirts", "virtualmachines", "virtualmachineinstances", "datavolumes", "hostpathprovisioners")
+	crdtest.Install(t, c, "kubevirts", "virtualmachines", "virtualmachineinstances", "datavolumes", "hostpathprovisioners", "virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences")
 	ctx := context.Background()
 	for _, ns := range []string{kvNS, "vms"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

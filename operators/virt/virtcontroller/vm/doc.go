@@ -9,7 +9,11 @@
 // VMI's phase and conditions as the node agent (nodeplane/vm/agent) and
 // the VMI scheduler (operators/virt/virtcontroller/scheduler) write them.
 // The VMI a VM gets (NewVMI) carries the VM's run strategy in
-// v1alpha1.RunStrategyAnnotation for the agent's domain translation.
+// v1alpha1.RunStrategyAnnotation for the agent's domain translation. A VM
+// naming an instancetype or preference (instancetype.kubevirt.io) gets
+// them stored in ControllerRevisions it owns first, and its VMI has them
+// expanded (instancetype.go, after KubeVirt's instancetype controller;
+// the logic is package operators/virt/instancetype).
 //
 // DataVolumes (datavolumes.go, after KubeVirt vm.go handleDataVolumes and
 // ClaimMatchedDataVolumes): the controller creates the DataVolume of each

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -72,6 +73,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	if err := r.syncInstancetype(ctx, vm); err != nil {
+		return ctrl.Result{}, errors.Join(err, r.writeStatus(ctx, vm, vmi, err))
+	}
+
 	act, requests := StateChange(vm.Status.StateChangeRequests, vmi)
 	if act == Keep && len(requests) == 0 {
 		act = Decide(vmstate.RunStrategy(vm), vmi, vm.Status.Created)
@@ -115,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // VMI still being deleted, or a stale cache) is not an error.
 func (r *Reconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := NewVMI(vm)
+	if err := r.expandInstancetype(ctx, vm, vmi); err != nil {
+		return nil, err
+	}
 	if err := r.Client.Create(ctx, vmi); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, nil
@@ -179,7 +187,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	syncVolumeConditions(st, vmi)
 	if actErr != nil {
 		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineFailure,
-			Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: actErr.Error()})
+			Status: corev1.ConditionTrue, Reason: failureReason(actErr), Message: actErr.Error()})
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineFailure)
 	}
