@@ -117,7 +117,8 @@
 //	spec.domain.features.hypervPassthrough                         rejected
 //	spec.domain.features.kvm                                       rejected
 //	spec.domain.features.pvspinlock                                rejected
-//	spec.domain.features.smm                                       rejected  set implicitly by EFI secure boot
+//	spec.domain.features.smm                                       supported System Management Mode (on unless enabled: false), which EFI secure boot needs: secure boot with enabled: false is refused
+//	spec.domain.features.smm.enabled                               supported
 //	spec.domain.firmware                                           supported
 //	spec.domain.firmware.acpi                                      rejected
 //	spec.domain.firmware.bootloader                                supported BIOS (SeaBIOS) when unset

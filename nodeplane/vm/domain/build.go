@@ -109,7 +109,7 @@ func (b *builder) build() *libvirtxml.Domain {
 		}}}
 		d.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
 	}
-	if b.secureBoot() {
+	if b.smm() {
 		d.Features.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
 	}
 	b.disks(d.Devices)
@@ -199,6 +199,28 @@ func orOne(n uint32) int {
 		return 1
 	}
 	return int(n)
+}
+
+// smm reports whether the guest gets System Management Mode: when
+// spec.domain.features.smm is set and not disabled, or when EFI secure boot
+// needs it. Secure boot with smm.enabled: false is refused, as KubeVirt's
+// admitter refuses it (pkg/virt-api/webhooks/validating-webhook/admitters
+// vmi-create-admitter.go: "SMM must be enabled when secure boot is
+// enabled"); the common preferences (fedora, rhel.9, …) set smm: {}
+// beside secure boot.
+func (b *builder) smm() bool {
+	var want, off bool
+	if f := b.vmi.Spec.Domain.Features; f != nil && f.SMM != nil {
+		want = f.SMM.Enabled == nil || *f.SMM.Enabled
+		off = !want
+	}
+	if b.secureBoot() {
+		if off {
+			b.errs.Add("spec.domain.features.smm.enabled", "false: EFI secure boot (spec.domain.firmware.bootloader.efi.secureBoot, default true) needs SMM")
+		}
+		return true
+	}
+	return want
 }
 
 func (b *builder) secureBoot() bool {
