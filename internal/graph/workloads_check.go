@@ -103,11 +103,20 @@ func checkWorkload(u *unstructured.Unstructured, raw []byte, obsolete map[string
 	switch obj := typed.(type) {
 	case *kubevirtv1.VirtualMachine:
 		probs = append(probs, checkVMI(kind, raw, obsolete)...)
+		// vmadmission checks dataVolumeTemplates too (KubeVirt's
+		// ValidateDataVolumeTemplate and the sources converge imports):
+		// a path it already refused is not refused twice.
+		seen := map[string]bool{}
+		for _, p := range probs {
+			seen[p.Path] = true
+		}
 		for i, t := range obj.Spec.DataVolumeTemplates {
 			dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: obj.Namespace}, Spec: t.Spec}
 			for _, p := range checkDataVolume(dv) {
 				p.Path = fmt.Sprintf("spec.dataVolumeTemplates[%d].%s", i, p.Path)
-				probs = append(probs, p)
+				if !refusedAlready(seen, p.Path) {
+					probs = append(probs, p)
+				}
 			}
 		}
 	case *kubevirtv1.VirtualMachineInstance:
@@ -159,6 +168,17 @@ func checkVMI(kind string, raw []byte, obsolete map[string]bool) []problem {
 		probs = append(probs, problem{Path: e.Path, Reason: e.Reason})
 	}
 	return probs
+}
+
+// refusedAlready reports whether seen holds path, or a path above or
+// below it (an Approx problem names a field below where it is reported).
+func refusedAlready(seen map[string]bool, path string) bool {
+	for p := range seen {
+		if p == path || strings.HasPrefix(path, p+".") || strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDataVolume runs the DataVolume controller's checks on dv: its

@@ -240,8 +240,19 @@ spec:
     spec:
       source: {pvc: {name: golden, namespace: images}}
       storage: {resources: {requests: {storage: 1Gi}}}
-  template: {spec: {domain: {devices: {}}}}
+  template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
 `, []string{"8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: expected exactly one of spec.source.http"}},
+		{"dataVolumeTemplates without size: the DataVolume controller's check", `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: x}
+spec:
+  dataVolumeTemplates:
+  - metadata: {name: d}
+    spec:
+      source: {blank: {}}
+      storage: {}
+  template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
+`, []string{"9:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage: is missing; expected a size such as 10Gi"}},
 		{"NAD whose config libcni refuses", `apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: br}
