@@ -132,6 +132,7 @@ bench: controlplane cni
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
+	$(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/

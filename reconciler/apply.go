@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,21 +150,24 @@ func (p *Pipeline) deferNode(n graph.Node, prev map[string]v1alpha1.InventoryEnt
 	}
 }
 
-// applySet applies the Namespaces of objs, then the other objects in
-// parallel (a component's namespaced objects may share a stage with their
-// namespace, as the HC does), then waits for the kstatus-rule objects the
-// API server did not already return Current.
+// applySet applies objs in the batches of applyBatchOf — the Namespaces,
+// then the objects others name (Secrets, ConfigMaps, network definitions,
+// instancetypes and preferences), then the rest — each batch in parallel
+// (a component's namespaced objects may share a stage with their
+// namespace, as the HC does, and a VM with the instancetype it names, as
+// the workloads do), then waits for the kstatus-rule objects the API
+// server did not already return Current.
 func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult) error {
-	var namespaces, rest []*unstructured.Unstructured
+	var batches [3][]*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			namespaces = append(namespaces, o)
-		} else {
-			rest = append(rest, o)
-		}
+		b := applyBatchOf(o)
+		batches[b] = append(batches[b], o)
 	}
 	var waitSet object.ObjMetadataSet
-	for _, batch := range [][]*unstructured.Unstructured{namespaces, rest} {
+	for _, batch := range batches {
+		if len(batch) == 0 {
+			continue
+		}
 		if err := p.applyBatch(ctx, r, batch, prev, live, owner, hcUID, res, &waitSet); err != nil {
 			return err
 		}
@@ -180,6 +184,32 @@ func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unst
 	// Established condition, a namespace's phase): record the
 	// resourceVersion after the wait so it is not taken for drift.
 	return p.refreshVersions(ctx, waitSet, res.Inventory)
+}
+
+// referencedKinds are the kinds other objects name and that must exist
+// before them: a VMI's cloud-init and an import's Secrets, ConfigMaps, the
+// NetworkAttachmentDefinitions of its networks, the instancetype and
+// preference a VM names (KubeVirt's admission looks them up).
+var referencedKinds = map[schema.GroupKind]bool{
+	{Kind: "Secret"}: true, {Kind: "ConfigMap"}: true,
+	{Group: "k8s.cni.cncf.io", Kind: "NetworkAttachmentDefinition"}:                true,
+	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineInstancetype"}:        true,
+	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterInstancetype"}: true,
+	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachinePreference"}:          true,
+	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterPreference"}:   true,
+}
+
+// applyBatchOf gives the batch of a stage o is applied in: 0 for a
+// Namespace, 1 for the referencedKinds, 2 for the rest.
+func applyBatchOf(o *unstructured.Unstructured) int {
+	gk := o.GroupVersionKind().GroupKind()
+	switch {
+	case gk == schema.GroupKind{Kind: "Namespace"}:
+		return 0
+	case referencedKinds[gk]:
+		return 1
+	}
+	return 2
 }
 
 // subjects names the objects of set as "Kind/namespace/name" joined by
@@ -262,6 +292,43 @@ func (p *Pipeline) waitsFor(r *graph.Rendered, o *unstructured.Unstructured) boo
 	return (gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition") || (gvk.Group == "" && gvk.Kind == "Namespace")
 }
 
+// patchAt sends send as a server-side apply (force ownership). When the
+// object exists (exists) it is sent with the resourceVersion it had when
+// converge decided to apply it (before) as a precondition, so that the
+// resourceVersion the API server returns tells, without a race, whether
+// this apply changed the object: the same one when it did not (another
+// manager's write is never taken for converge's, nor for drift). When the
+// object changed in between (Conflict) its resourceVersion is read again
+// and the apply sent again, up to 3 times. The outcome's base is the
+// resourceVersion the successful apply was conditioned on ("" when sent
+// unconditioned, also when the object turned out to be gone).
+func (p *Pipeline) patchAt(ctx context.Context, send *unstructured.Unstructured, exists bool, before string) (applied, error) {
+	out := applied{}
+	for attempt := 1; ; attempt++ {
+		out.applied = send.DeepCopy()
+		out.base = ""
+		if exists && before != "" {
+			out.applied.SetResourceVersion(before)
+			out.base = before
+		}
+		out.requests++
+		err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+		if err == nil || !apierrors.IsConflict(err) || out.base == "" || attempt == 3 {
+			return out, err
+		}
+		cur := &metav1.PartialObjectMetadata{}
+		cur.SetGroupVersionKind(send.GroupVersionKind())
+		switch gerr := p.Client.Get(ctx, client.ObjectKeyFromObject(send), cur); {
+		case apierrors.IsNotFound(gerr):
+			exists, before = false, ""
+		case gerr != nil:
+			return out, fmt.Errorf("%s: reading it again after a conflict: %w", ssaSubject(send), gerr)
+		default:
+			before = cur.GetResourceVersion()
+		}
+	}
+}
+
 // applied is the outcome of one applyOne.
 type applied struct {
 	entry  v1alpha1.InventoryEntry
@@ -275,6 +342,8 @@ type applied struct {
 	drifted bool
 	// recreated: deleted and created again (immutable field, force).
 	recreated bool
+	// base is the resourceVersion the apply was conditioned on (patchAt).
+	base string
 }
 
 // applyOne applies desired unless the inventory and the live state show
@@ -308,8 +377,12 @@ func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *uns
 			}
 		}
 	}
-	out := applied{applied: send.DeepCopy(), requests: 1}
-	err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+	out, err := p.patchAt(ctx, send, exists, before)
+	if err == nil && out.base != "" {
+		before = out.base
+	} else if err == nil && exists && out.base == "" {
+		exists = false // deleted since the live state was read: created again
+	}
 	if err != nil && isImmutable(err) {
 		force, ferr := p.forceAllowed(ctx, desired)
 		if ferr != nil {

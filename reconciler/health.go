@@ -68,52 +68,76 @@ func blockedBy(n graph.Node, health map[string]ComponentHealth) string {
 // Current (the wait fails the sync otherwise; objects skipped as
 // unchanged keep the state they had when applied), the others (without
 // Options.Wait) are read and judged by kstatus, "none" objects are
-// ignored, and each "conditions" object is read and judged with
-// hcstatus.Assess. The operands read are recorded in ops by inventory ID,
-// for the HC status.
+// ignored, each "conditions" object is read and judged with
+// hcstatus.Assess, and each object with a workload rule (VirtualMachine,
+// DataVolume, ...) is read and judged with WorkloadHealth. The operands
+// read are recorded in ops by inventory ID, for the HC status.
 func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.Node, ops map[string]hcstatus.Operand) (ComponentHealth, error) {
 	h := ComponentHealth{Name: n.Name, Health: Healthy}
 	var msgs []string
-	for _, o := range n.Objects {
-		if r.HealthRule(o.GetKind()) == "kstatus" && !p.waitsFor(r, o) {
-			state, msg, err := p.kstatusOf(ctx, o)
-			if err != nil {
-				return h, err
-			}
-			switch state {
-			case Failed:
-				h.Health = Failed
-				msgs = append(msgs, msg)
-			case Progressing:
-				if h.Health != Failed {
-					h.Health = Progressing
-				}
-				msgs = append(msgs, msg)
-			}
-			continue
-		}
-		if r.HealthRule(o.GetKind()) != "conditions" {
-			continue
-		}
-		op, err := p.readOperand(ctx, o)
-		if err != nil {
-			return h, err
-		}
-		ops[inventory.ID(o)] = op
-		state, msg := hcstatus.Assess(op)
+	add := func(state Health, msg string) {
 		switch state {
-		case hcstatus.DegradedState:
+		case Failed:
 			h.Health = Failed
 			msgs = append(msgs, msg)
-		case hcstatus.NotReady:
+		case Progressing:
 			if h.Health != Failed {
 				h.Health = Progressing
 			}
 			msgs = append(msgs, msg)
 		}
 	}
+	for _, o := range n.Objects {
+		rule := r.HealthRule(o.GetKind())
+		switch {
+		case rule == graph.HealthKstatus:
+			if p.waitsFor(r, o) {
+				continue
+			}
+			state, msg, err := p.kstatusOf(ctx, o)
+			if err != nil {
+				return h, err
+			}
+			add(state, msg)
+		case rule == graph.HealthConditions:
+			op, err := p.readOperand(ctx, o)
+			if err != nil {
+				return h, err
+			}
+			ops[inventory.ID(o)] = op
+			state, msg := hcstatus.Assess(op)
+			switch state {
+			case hcstatus.DegradedState:
+				add(Failed, msg)
+			case hcstatus.NotReady:
+				add(Progressing, msg)
+			}
+		case WorkloadRule(rule):
+			cur, err := p.readLive(ctx, o)
+			if err != nil {
+				return h, err
+			}
+			state, msg := WorkloadHealth(rule, cur)
+			add(state, ssaSubject(o)+" "+string(state)+": "+msg)
+		}
+	}
 	h.Message = strings.Join(msgs, "; ")
 	return h, nil
+}
+
+// readLive reads o from the cluster; nil when it is not found (not
+// created yet, not in the cache yet, or its kind not served yet).
+func (p *Pipeline) readLive(ctx context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(o.GroupVersionKind())
+	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", ssaSubject(o), err)
+	}
+	return cur, nil
 }
 
 // readOperand reads o's status conditions; an object not found (not

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
@@ -18,10 +19,13 @@ import (
 // owner labels, or with converge.dev/prune=disabled, is kept in the
 // cluster and dropped from the inventory.
 //
-// Order, in phases: the operand objects (everything but the kinds below,
-// in reverse ssa apply order), then the HyperConverged — each phase
-// waited for until gone (Options.WaitTimeout), so operators can run their
-// finalizers while their CRDs still exist — then Namespaces, then
+// Order, in phases: the workloads (entries of graph.WorkloadsComponent
+// but their Namespaces: VMs go while the VM controller the stack runs is
+// still there to remove their finalizers), then the operand objects
+// (everything but the kinds below, in reverse ssa apply order), then the
+// HyperConverged — each phase waited for until gone
+// (Options.WaitTimeout), so operators can run their finalizers while
+// their CRDs still exist — then Namespaces, then
 // CustomResourceDefinitions last (neither waited for: a namespace's
 // contents are removed by the namespace controller). A phase with a
 // failed delete or a wait timeout stops the uninstall: what failed and
@@ -39,9 +43,10 @@ func (p *Pipeline) Uninstall(ctx context.Context, store InventoryStore, owner ma
 		return cs, nil
 	}
 	objs, byID := entryObjects(prev.Inventory.Entries)
-	phases := make([][]*unstructured.Unstructured, 4)
+	phases := make([][]*unstructured.Unstructured, 5)
 	for _, u := range objs {
-		phases[uninstallPhase(u.GetKind())] = append(phases[uninstallPhase(u.GetKind())], u)
+		ph := uninstallPhase(u.GetKind(), byID[inventory.ID(u)].Component)
+		phases[ph] = append(phases[ph], u)
 	}
 	left := &v1alpha1.Inventory{}
 	keep := func(us ...*unstructured.Unstructured) {
@@ -69,7 +74,7 @@ func (p *Pipeline) Uninstall(ctx context.Context, store InventoryStore, owner ma
 				deleted = append(deleted, u)
 			}
 		}
-		if firstErr != nil || i >= 2 {
+		if firstErr != nil || i >= 3 {
 			continue
 		}
 		for _, u := range deleted {
@@ -88,16 +93,19 @@ func (p *Pipeline) Uninstall(ctx context.Context, store InventoryStore, owner ma
 	return cs, firstErr
 }
 
-// uninstallPhase orders kinds for Uninstall: operands 0, the
-// HyperConverged 1, Namespaces 2, CRDs 3.
-func uninstallPhase(kind string) int {
+// uninstallPhase orders objects for Uninstall by kind and component:
+// workloads 0, operands 1, the HyperConverged 2, Namespaces 3, CRDs 4.
+func uninstallPhase(kind, component string) int {
 	switch kind {
 	case hcGVK.Kind:
-		return 1
-	case "Namespace":
 		return 2
-	case "CustomResourceDefinition":
+	case "Namespace":
 		return 3
+	case "CustomResourceDefinition":
+		return 4
 	}
-	return 0
+	if component == graph.WorkloadsComponent {
+		return 0
+	}
+	return 1
 }

@@ -29,14 +29,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
+	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/network/netattach"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 	"github.com/converge-dev/converge/nodeplane/vm/kvmprobe"
 	"github.com/converge-dev/converge/nodeplane/vm/libvirt"
+	"github.com/converge-dev/converge/nodeplane/vm/vmdisks"
 )
 
 func init() { subcommands = append(subcommands, newVMCommand) }
@@ -65,6 +69,10 @@ type vmFlags struct {
 	consoleAdv  string
 	probeTime   time.Duration
 	connectWait time.Duration
+	podNet      podNetworkFlags
+	pools       []string
+	csiDriver   string
+	qemuImg     string
 }
 
 func newVMCommand() *cobra.Command {
@@ -82,6 +90,8 @@ func newVMCommand() *cobra.Command {
 		consoleBind: console.DefaultOptions("").BindAddress,
 		probeTime:   kvmprobe.DefaultGuestOptions().Timeout,
 		connectWait: 2 * time.Minute,
+		csiDriver:   importcontroller.DefaultOptions().DriverName,
+		qemuImg:     vmdisks.DefaultOptions("").QemuImg,
 	}
 	cmd := &cobra.Command{
 		Use:   "vm",
@@ -112,6 +122,20 @@ NetworkAttachmentDefinition (from the API, or <--cni-conf-dir>/<namespace>/
 bridge binding: the CNI plugins of --cni-bin-dir run ADD into a network
 namespace per VMI (cvm-<uid>) with the NIC's MAC, and the VM's tap joins
 the plugin's interface there; DEL runs when the domain is gone.
+
+Disks: hostDisk paths as they are; persistentVolumeClaim and dataVolume
+volumes (with --kubeconfig) through the claim's bound PersistentVolume to the
+hostpath CSI driver's volume on this node (--csi-driver-name, the pools of
+--storage-pool, as converge-node hostpath-csi and cdi-importer have them): a
+claim not bound yet or a DataVolume still importing keeps the VMI Scheduled
+(VolumesNotReady) until it is. The volumes KubeVirt makes in its
+virt-launcher pod the agent makes under <--state-dir>/vmis/<namespace>_<name>_<uid>/
+before the domain is defined, and removes once it is gone: containerDisk
+(pulled from its registry, cached by digest under <--state-dir>/containerdisks,
+booted from a qcow2 overlay), emptyDisk (a sparse qcow2), cloudInitNoCloud and
+cloudInitConfigDrive, secret and configMap (ISO 9660 images); Secrets and
+ConfigMaps are read from the API (--kubeconfig), so with --vmi-file only
+inline cloud-init data works. Needs qemu-img (--qemu-img).
 
 With --kubeconfig the agent also serves the VMIs' serial consoles on
 --console-bind-address over TLS (converge vm console NAME), publishing the
@@ -157,6 +181,10 @@ libvirt's test driver.`,
 	fl.StringVar(&f.cniHostNS, "cni-host-netns", "", "network namespace path the CNI plugins run in (where libvirtd runs; default: the agent's own)")
 	fl.StringVar(&f.consoleBind, "console-bind-address", f.consoleBind, "with --kubeconfig: host:port of the serial console server (empty: none)")
 	fl.StringVar(&f.consoleAdv, "console-advertise-address", "", "host:port clients dial for consoles, published on the Node (default: the bound host, else the Node's InternalIP)")
+	f.podNet.register(fl)
+	fl.StringArrayVar(&f.pools, "storage-pool", nil, "storage pool NAME=PATH of the hostpath CSI driver on this node, where PVC and DataVolume disks are (repeatable; the first is the default; as converge-node hostpath-csi's)")
+	fl.StringVar(&f.csiDriver, "csi-driver-name", f.csiDriver, "CSI driver of the PersistentVolumes whose disks VMIs use")
+	fl.StringVar(&f.qemuImg, "qemu-img", f.qemuImg, "qemu-img binary (emptyDisk images, containerDisk overlays)")
 	return cmd
 }
 
@@ -213,12 +241,33 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 		opts.Domain.SerialLogDir = dir
 	}
 	opts.Domain.ResolveBridge = bridgeResolver(f.podBridge, f.bridges)
+	var pools []hostpath.Pool
+	for _, p := range f.pools {
+		pool, err := hostpath.ParsePool(p)
+		if err != nil {
+			return fmt.Errorf("--storage-pool: %w", err)
+		}
+		pools = append(pools, pool)
+	}
+	var disks *vmdisks.Options // nil: no state directory, no prepared volumes
+	if f.stateDir != "" {
+		abs, err := filepath.Abs(f.stateDir)
+		if err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+		o := vmdisks.DefaultOptions(abs)
+		o.QemuImg = f.qemuImg
+		disks = &o
+	}
 	// JSON lines on the command's error stream (stderr)
 	errOut := zapcore.Lock(zapcore.AddSync(cmd.ErrOrStderr()))
 	zl := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), errOut, zap.InfoLevel),
 		zap.ErrorOutput(errOut), zap.AddCaller())
 	defer func() { _ = zl.Sync() }()
 	opts.Log = zapr.NewLogger(zl).WithName("vm")
+	if disks != nil {
+		disks.Log = opts.Log.WithName("disks")
+	}
 
 	// The probe (seconds at most) runs while libvirtd may still be starting.
 	probed := make(chan kvmprobe.Result, 1)
@@ -232,12 +281,17 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 	opts.Domain.DomainType = kvm.DomainType
 	opts.Log.Info("domain type", "type", kvm.DomainType, "reason", kvm.Reason, "decidedBy", kvm.DecidedBy, "message", kvm.Message)
 	if api {
-		return runVMFromAPI(cmd.Context(), f, cfg, reserved, conn, opts, kvm)
+		return runVMFromAPI(cmd.Context(), f, cfg, reserved, conn, opts, kvm, disks, pools)
 	}
+	var nads netattach.ConfigSource
 	if f.cniConfDir != "" {
-		if opts.Networks, err = vmNetworks(f, netattach.DirSource{Dir: f.cniConfDir}); err != nil {
-			return err
-		}
+		nads = netattach.DirSource{Dir: f.cniConfDir}
+	}
+	if opts.Networks, err = podNetworks(f, nads, opts.Log); err != nil {
+		return err
+	}
+	if err := vmDisks(&opts, disks); err != nil {
+		return err
 	}
 	src := agent.NewStaticSource(vmis...)
 	go printReports(cmd.OutOrStdout(), src.Stored(), opts.Log)
@@ -246,7 +300,7 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
 // API server of f.kubeconfig (or the in-cluster config) until ctx ends.
-func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options, kvm kvmprobe.Result) error {
+func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options, kvm kvmprobe.Result, disks *vmdisks.Options, pools []hostpath.Pool) error {
 	// controller-runtime's and client-go's own log lines (cache, reflector)
 	// go to the agent's logger.
 	ctrllog.SetLogger(opts.Log.WithName("runtime"))
@@ -255,6 +309,9 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 		return err
 	}
 	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := cdiv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	aopts := agent.DefaultAPIOptions(f.nodeName)
@@ -277,7 +334,17 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 		}
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	if opts.Networks, err = vmNetworks(f, netattach.APISource{Client: src.Client()}); err != nil {
+	if opts.Networks, err = podNetworks(f, netattach.APISource{Client: src.Client()}, opts.Log); err != nil {
+		return err
+	}
+	vopts := importcontroller.DefaultOptions()
+	vopts.NodeName, vopts.DriverName, vopts.Pools = f.nodeName, f.csiDriver, pools
+	opts.Domain.ResolvePVC = vmdisks.PVCResolver{Client: src.Client(), Volumes: vopts, Timeout: 10 * time.Second}.Resolve
+	if disks != nil {
+		objs := vmdisks.APIObjects{Client: src.Client()}
+		disks.Secrets, disks.ConfigMaps = objs.Secret, objs.ConfigMap
+	}
+	if err := vmDisks(&opts, disks); err != nil {
 		return err
 	}
 	stopped := ctx // ends on SIGTERM/SIGINT: a stop, not a failure
@@ -365,6 +432,20 @@ func vmNetworks(f *vmFlags, src netattach.ConfigSource) (agent.NetworkSetup, err
 		return nil, fmt.Errorf("--cni-bin-dir/--cni-cache-dir: %w", err)
 	}
 	return &netattach.VMINetworks{Source: src, Attacher: att}, nil
+}
+
+// vmDisks sets the agent's disk preparation (vmdisks with o; none when o
+// is nil) and the domain's resolver of the volumes it prepares.
+func vmDisks(opts *agent.Options, o *vmdisks.Options) error {
+	if o == nil {
+		return nil
+	}
+	d, err := vmdisks.New(*o)
+	if err != nil {
+		return fmt.Errorf("--state-dir: %w", err)
+	}
+	opts.Disks, opts.Domain.ResolveVolume = d, d.Resolve
+	return nil
 }
 
 // bridgeResolver maps the pod network to podBridge and multus networks

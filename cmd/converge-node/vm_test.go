@@ -144,7 +144,14 @@ func TestVMCommandRefusesBadInput(t *testing.T) {
 // driver against a real API server with the graph's VM CRDs: it registers
 // its Node for the scheduler, runs the VMI bound to it (Running, Ready,
 // the agent's finalizer), removes it when it is deleted, and ends cleanly
-// when its context is cancelled.
+// when its context is cancelled. A VMI with disks: its
+// persistentVolumeClaim is resolved through --storage-pool (the
+// PVC resolver is wired): while the claim is Pending the VMI waits
+// Scheduled, VolumesNotReady, and runs once the claim is bound to a volume
+// of the hostpath driver in that pool, with its cloud-init ISO (user data
+// from a Secret, read through the API) and emptyDisk image in the VMI's
+// directory, gone once the VMI is deleted; a claim bound to another
+// node's volume fails its VMI with a message naming the claim.
 func TestVMCommandAPI(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
 	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
@@ -161,12 +168,13 @@ func TestVMCommandAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pool := hostpathPool(t, "n1", map[string]bool{"vol-data": false, "vol-far": false})
 	out := &safebuffer.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- execute(ctx, out, "vm", "--node-name", "n1", "--kubeconfig", kubeconfig, "--libvirt-uri", node,
 			"--domain-type", "test", "--emulator", "", "--state-dir", dir, "--reserved-memory", "1Mi",
-			"--console-bind-address", "127.0.0.1:0")
+			"--console-bind-address", "127.0.0.1:0", "--storage-pool", pool.Name+"="+pool.Path)
 	}()
 	alive := func() {
 		select {
@@ -225,6 +233,67 @@ func TestVMCommandAPI(t *testing.T) {
 		alive()
 		return apierrors.IsNotFound(c.Get(ctx, key, &kubevirtv1.VirtualMachineInstance{}))
 	})
+
+	// a VMI with disks
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ud"}, Data: map[string][]byte{"userData": []byte("#cloud-config")}}); err != nil {
+		t.Fatal(err)
+	}
+	claim := createClaim(t, c, "ns", "data")
+	withDisks := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm2"}}
+	withDisks.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
+	for _, v := range []kubevirtv1.Volume{
+		{Name: "root", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+		{Name: "ci", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserDataSecretRef: &corev1.LocalObjectReference{Name: "ud"}}}},
+		{Name: "scratch", VolumeSource: kubevirtv1.VolumeSource{EmptyDisk: &kubevirtv1.EmptyDiskSource{Capacity: resource.MustParse("8Mi")}}},
+	} {
+		withDisks.Spec.Volumes = append(withDisks.Spec.Volumes, v)
+		withDisks.Spec.Domain.Devices.Disks = append(withDisks.Spec.Domain.Devices.Disks, kubevirtv1.Disk{Name: v.Name})
+	}
+	scheduleVMI(t, c, withDisks, "n1")
+	key = client.ObjectKeyFromObject(withDisks)
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return c.Get(ctx, key, withDisks) == nil && readyCondition(withDisks).Reason == "VolumesNotReady"
+	})
+	if cond := readyCondition(withDisks); withDisks.Status.Phase != kubevirtv1.Scheduled || !strings.Contains(cond.Message, `claim "data": PersistentVolumeClaim ns/data: not bound yet (phase Pending)`) {
+		t.Errorf("VMI with a Pending claim: phase %s, Ready %s %q", withDisks.Status.Phase, cond.Reason, cond.Message)
+	}
+	bindClaim(t, c, claim, "vol-data", "n1")
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return c.Get(ctx, key, withDisks) == nil && withDisks.Status.Phase == kubevirtv1.Running
+	})
+	vmiDir := filepath.Join(dir, "vmis", "ns_vm2_"+string(withDisks.UID))
+	for _, f := range []string{"ci.iso", "scratch.qcow2"} {
+		if _, err := os.Stat(filepath.Join(vmiDir, f)); err != nil {
+			t.Errorf("disk of the running VMI: %v", err)
+		}
+	}
+	if err := c.Delete(ctx, withDisks); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return apierrors.IsNotFound(c.Get(ctx, key, &kubevirtv1.VirtualMachineInstance{}))
+	})
+	if _, err := os.Stat(vmiDir); !os.IsNotExist(err) {
+		t.Errorf("%s after the VMI went: %v", vmiDir, err)
+	}
+
+	// a claim bound to another node's volume
+	bindClaim(t, c, createClaim(t, c, "ns", "far"), "vol-far", "n2")
+	far := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm3"}}
+	far.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &q}
+	far.Spec.Volumes = []kubevirtv1.Volume{{Name: "root", VolumeSource: kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "far"}}}}}
+	far.Spec.Domain.Devices.Disks = []kubevirtv1.Disk{{Name: "root"}}
+	scheduleVMI(t, c, far, "n1")
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		alive()
+		return c.Get(ctx, client.ObjectKeyFromObject(far), far) == nil && far.Status.Phase == kubevirtv1.Failed
+	})
+	if msg := readyCondition(far).Message; !strings.Contains(msg, `spec.volumes[0].persistentVolumeClaim: claim "far": PersistentVolumeClaim ns/far: PersistentVolume pv-far is not a volume of CSI driver`) {
+		t.Errorf("VMI on another node's volume: Ready message %q", msg)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("converge-node vm after cancel: %v", err)

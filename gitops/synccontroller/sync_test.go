@@ -501,6 +501,12 @@ func TestSync(t *testing.T) {
 		targets("after deleting the Sync", localOnly)
 	})
 
+	// VMs from Git: a commit adds workloads beside the HyperConverged; the
+	// fields KubeVirt's and CDI's controllers write are not drift; a commit
+	// removing the VM prunes it. Leaves "local" Ready with no workloads
+	// (the Namespace "vms" terminating: no namespace controller runs).
+	t.Run("workloads", func(t *testing.T) { testWorkloads(t, e, local) })
+
 	// Last: deletes everything "local" applied in cluster 1.
 	t.Run("deletion policy Delete", func(t *testing.T) {
 		e.wait(t, local, time.Minute, "Ready", ready)

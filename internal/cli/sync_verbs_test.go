@@ -17,13 +17,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 )
 
@@ -312,6 +315,62 @@ staging  -                                                   False      Unknown
 		_, stderr, code = run("tree", "nope", "-n", "tenant")
 		if code != 1 || stderr != "error: Sync tenant/nope not found\n" {
 			t.Errorf("tree nope: exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	// The workloads of a Sync are judged by their own rules, as the Sync
+	// judges them: a Halted VM that is stopped is Current, a DataVolume
+	// importing is InProgress with its progress.
+	t.Run("tree of workloads", func(t *testing.T) {
+		crdtest.Install(t, c, "virtualmachines", "datavolumes")
+		objs := []string{
+			"apiVersion: v1\nkind: Namespace\nmetadata: {name: vms}\n",
+			"apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: halted, namespace: vms}\nspec: {runStrategy: Halted, template: {spec: {domain: {devices: {}}}}}\nstatus: {printableStatus: Stopped}\n",
+			"apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: web, namespace: vms}\nspec: {runStrategy: Always, template: {spec: {domain: {devices: {}}}}}\nstatus: {created: true, printableStatus: Starting}\n",
+			"apiVersion: cdi.kubevirt.io/v1beta1\nkind: DataVolume\nmetadata: {name: disk, namespace: vms}\nspec: {source: {blank: {}}, storage: {resources: {requests: {storage: 1Gi}}}}\nstatus: {phase: ImportInProgress, progress: 45.50%}\n",
+		}
+		for _, y := range objs {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			st, hasStatus := u.Object["status"]
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			if hasStatus {
+				u.Object["status"] = st
+				if err := c.Status().Update(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		newSync("converge-system", "vms", nil)
+		s := &v1alpha1.Sync{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "converge-system", Name: "vms"}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Status.Inventory = &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{
+			{ID: "_vms__Namespace", Version: "v1", Component: "workloads"},
+			{ID: "vms_disk_cdi.kubevirt.io_DataVolume", Version: "cdi.kubevirt.io/v1beta1", Component: "workloads"},
+			{ID: "vms_halted_kubevirt.io_VirtualMachine", Version: "kubevirt.io/v1", Component: "workloads"},
+			{ID: "vms_web_kubevirt.io_VirtualMachine", Version: "kubevirt.io/v1", Component: "workloads"},
+		}}
+		s.Status.Components = []v1alpha1.ComponentStatus{{Name: "workloads", Health: "Progressing",
+			Message: "DataVolume/vms/disk Progressing: ImportInProgress 45.50%; VirtualMachine/vms/web Progressing: Starting (runStrategy Always: waiting for Ready)"}}
+		if err := c.Status().Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := run("tree", "vms")
+		want := `Sync/converge-system/vms [Ready=Unknown] -
+└── workloads [Progressing] DataVolume/vms/disk Progressing: ImportInProgress 45.50%; VirtualMachine/vms/web Progressing: Starting (runStrategy Always: waiting for Ready)
+    ├── Namespace/vms [Current]
+    ├── DataVolume/vms/disk [InProgress] ImportInProgress 45.50%
+    ├── VirtualMachine/vms/halted [Current]
+    └── VirtualMachine/vms/web [InProgress] Starting (runStrategy Always: waiting for Ready)
+`
+		if code != 0 || out != want {
+			t.Errorf("tree vms: exit %d\n%s\nwant\n%s", code, out, want)
 		}
 	})
 

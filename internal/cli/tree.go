@@ -10,10 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler"
 	"github.com/converge-dev/converge/reconciler/inventory"
 )
@@ -29,7 +31,11 @@ each graph component of status.components, in graph order, with its
 health, and under each the objects of the Sync's inventory
 (status.inventory) that component derives (the entry's component), each
 with its kstatus status (Current, InProgress, Failed, Terminating,
-NotFound) computed from the object read live. Objects of a component the
+NotFound) computed from the object read live. The workloads are judged
+by their own rules, as the Sync judges them: a VirtualMachine is Current
+when Ready or stopped as its runStrategy says, a DataVolume InProgress
+with its phase and progress ("ImportInProgress 45.50%") until it
+Succeeded, Failed on phase Failed. Objects of a component the
 status does not list get a group of their own after the components;
 entries recorded without a component (by an older controller) come last.
 
@@ -160,6 +166,14 @@ func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntr
 	case err != nil:
 		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error()))
 	}
+	if rule, ok := graph.WorkloadHealth[u.GetKind()]; ok && reconciler.WorkloadRule(rule) {
+		st, msg := workloadStatus(rule, u)
+		text := fmt.Sprintf("%s [%s]", subject, st)
+		if msg != "" && st != status.CurrentStatus {
+			text += " " + oneLine(msg)
+		}
+		return text
+	}
 	res, err := status.Compute(u)
 	if err != nil {
 		return fmt.Sprintf("%s [%s] %s", subject, status.UnknownStatus, oneLine(err.Error()))
@@ -169,6 +183,24 @@ func objectStatus(ctx context.Context, c client.Client, e v1alpha1.InventoryEntr
 		text += " " + oneLine(res.Message)
 	}
 	return text
+}
+
+// workloadStatus judges a workload read live with its health rule
+// (reconciler.WorkloadHealth) and gives it in kstatus' words, as the rest
+// of the tree: Current (Healthy), InProgress (Progressing), Failed, and
+// Terminating for an object being deleted.
+func workloadStatus(rule string, u *unstructured.Unstructured) (status.Status, string) {
+	if u.GetDeletionTimestamp() != nil {
+		return status.TerminatingStatus, ""
+	}
+	h, msg := reconciler.WorkloadHealth(rule, u)
+	switch h {
+	case reconciler.Healthy:
+		return status.CurrentStatus, msg
+	case reconciler.Failed:
+		return status.FailedStatus, msg
+	}
+	return status.InProgressStatus, msg
 }
 
 // printTree draws n with box-drawing branches, as flux tree does.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,30 +11,53 @@ import (
 
 func newVet(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "vet PATH",
-		Short: "Check a HyperConverged config (a directory or file) against the schema",
-		Long: `vet loads the HyperConverged (and HostPathProvisioner, if any) from PATH
-and checks it against converge's CUE schema: the fields, types, defaults
-and validation rules of upstream HCO. Errors name file:line:column, the
-field path and what is allowed. Warnings (deprecated or unknown feature
-gates, ignored fields) go to stderr and do not fail the check. The same check is "cue vet ./schema FILE -d '#HyperConverged'".`,
+		Use:   "vet FILE|DIR",
+		Short: "Check a config (a directory or file): the HyperConverged against the schema, the workloads as the cluster would",
+		Long: `vet loads every document of FILE (or of every *.yaml, *.yml and *.json
+file directly in DIR): the HyperConverged and HostPathProvisioner, if
+any, and the workloads (VirtualMachines, VirtualMachineInstances,
+DataVolumes, NetworkAttachmentDefinitions, instancetypes and preferences,
+Namespaces, Secrets, ConfigMaps).
+
+The HyperConverged is checked against converge's CUE schema: the fields,
+types, defaults and validation rules of upstream HCO (the same check is
+"cue vet ./schema FILE -d '#HyperConverged'"). Warnings (deprecated or
+unknown feature gates, ignored fields) go to stderr and do not fail the
+check.
+
+The workloads get the checks a Sync runs before it applies anything: the
+API server's checks of metadata, the upstream types (a misspelt or
+mistyped field is refused), the VM validation webhook's (the part of the
+VMI spec converge runs), the DataVolume controller's (sources and size)
+and the NetworkAttachmentDefinition's CNI configuration as the scheduler
+and the node agent read it. For that vet renders the config with default
+cluster facts (with HCO's default HyperConverged when PATH holds none).
+A document of any other kind is refused. What vet accepts, a Sync
+applies; what it refuses, a Sync refuses too.
+
+Errors name file:line:column, the object, the field path and why.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := g.engineFor()
 			if err != nil {
 				return err
 			}
-			cfg, err := e.LoadConfig(args[0])
+			cfg, err := e.LoadDocuments(args[0])
 			if err != nil {
 				return err
+			}
+			if !cfg.HyperConverged.Exists() && !cfg.HostPathProvisioner.Exists() && len(cfg.Workloads) == 0 {
+				return fmt.Errorf("%s: nothing to check: no HyperConverged, HostPathProvisioner or workload in %s", args[0], strings.Join(cfg.Files, ", "))
 			}
 			if err := e.Vet(cfg); err != nil {
 				return err
 			}
 			// HCO's webhook warnings: the config is valid, but something in
 			// it is ignored or deprecated.
-			for _, w := range e.Warnings(cfg) {
-				fmt.Fprintf(g.stderr, "warning: %s\n", w)
+			if cfg.HyperConverged.Exists() {
+				for _, w := range e.Warnings(cfg) {
+					fmt.Fprintf(g.stderr, "warning: %s\n", w)
+				}
 			}
 			fmt.Fprintf(g.stdout, "%s: valid\n", args[0])
 			return nil

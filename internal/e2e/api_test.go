@@ -276,8 +276,10 @@ func vmiReady(vmi *kubevirtv1.VirtualMachineInstance) corev1.ConditionStatus {
 }
 
 // installCRDs applies the graph's Sync CRD (converge-controller's synccontroller
-// watches Syncs) and VirtualMachine/VirtualMachineInstance CRDs and waits
-// until they are served.
+// watches Syncs) and the CRDs converge-controller's virt roles wait for
+// (VirtualMachine/VirtualMachineInstance, KubeVirt, DataVolume, and
+// HostPathProvisioner, the virt operator's inputs) and waits until they
+// are served.
 func installCRDs(t *testing.T, c client.Client) {
 	t.Helper()
 	engine, err := graph.NewEngine()
@@ -291,7 +293,7 @@ func installCRDs(t *testing.T, c client.Client) {
 	if err := c.Patch(context.Background(), sync, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
 		t.Fatalf("installing the Sync CRD: %v", err)
 	}
-	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "kubevirts")
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "kubevirts", "datavolumes", "hostpathprovisioners", "virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences")
 }
 
 // nativeKubeVirt creates the KubeVirt CR marked native that converge's

@@ -18,11 +18,11 @@ import (
 
 // agentDefinitions are CUE expressions, one per component package, giving
 // the objects of each node agent's definition for a sample input: the
-// VM agent, bridge-marker with cni-install, the cdi-importer, and
+// VM agent with a storage pool, bridge-marker with cni-install, the cdi-importer, and
 // hostpath-csi with two pools, one backed by a PVC (a pool worker
 // Deployment running hostpath-pool-mounter on node-1).
 var agentDefinitions = map[string]string{
-	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev"}).objects`,
+	"./components/virt": `(#Roles & {cr: {apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: {name: "kv", namespace: "kubevirt-hyperconverged"}}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: pools: [{name: "local", path: "/var/hpvolumes"}]}).objects`,
 	"./components/cnao": `(#Roles & {cr: {apiVersion: "networkaddonsoperator.network.kubevirt.io/v1", kind: "NetworkAddonsConfig", metadata: name: "cluster", spec: linuxBridge: {}}, namespace: "converge-system", images: node: "node:dev"}).objects`,
 	"./components/cdi":  `(#Roles & {cr: {apiVersion: "cdi.kubevirt.io/v1beta1", kind: "CDI", metadata: name: "cdi"}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: {pools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp"}], uploadKeysNamespace: "converge-system"}}).objects`,
 	"./components/hpp":  `(#Roles & {cr: {apiVersion: "hostpathprovisioner.kubevirt.io/v1beta1", kind: "HostPathProvisioner", metadata: name: "hpp", spec: storagePools: [{name: "local", path: "/var/hpvolumes"}, {name: "fast", path: "/mnt/nvme/hpp", pvcTemplate: resources: requests: storage: "10Gi"}]}, namespace: "kubevirt-hyperconverged", images: node: "node:dev", inputs: nodes: ["node-1"]}).objects`,

@@ -13,7 +13,8 @@ import (
 
 // Node is one rendered component.
 type Node struct {
-	// Name is the component name (virt, cdi, cnao, ssp, hpp, hco).
+	// Name is the component name (virt, cdi, cnao, ssp, hpp, hco, and
+	// WorkloadsComponent when the config holds workloads).
 	Name string
 	// DependsOn names the components applied before this one.
 	DependsOn []string
@@ -38,7 +39,9 @@ type Rendered struct {
 	OwnedByHC map[string]bool
 	// Tainted lists the jsonpatch annotations in effect (each with ≥1 op).
 	Tainted []string
-	// Health maps a kind to its health rule: "kstatus", "conditions" or "none".
+	// Health maps a kind to its health rule: HealthKstatus,
+	// HealthConditions, HealthNone, or one of the workload rules
+	// (WorkloadHealth: HealthVirtualMachine, HealthDataVolume, ...).
 	Health map[string]string
 	// Version is the HCO-equivalent release (components/common Version).
 	Version string
@@ -103,7 +106,12 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 // annotation before anything reads it, so the applied HC names its mode
 // and the hco-webhook judges it as the render did. Errors are *Error
 // values naming file:line:col and CUE path, or the HC field and why the
-// mode refuses it. RenderWith never returns a partial result.
+// mode refuses it. The config's workloads are checked as the cluster's
+// admission and controllers would check them (checkWorkload) and form the
+// WorkloadsComponent node, after every other; a problem with any of them
+// fails the render, naming file:line:col, the object and the field path.
+// RenderWith never returns a partial result: nothing of a config that
+// fails is applied.
 func (e *Engine) RenderWith(cfg *config.Config, in Inputs) (*Rendered, error) {
 	crds, err := e.CRDs()
 	if err != nil {
@@ -141,7 +149,14 @@ func (e *Engine) RenderWith(cfg *config.Config, in Inputs) (*Rendered, error) {
 		}
 		g = g.FillPath(cue.ParsePath("hostPathProvisioner"), hpp)
 	}
-	return e.decodeGraph(g, g.LookupPath(cue.ParsePath("v1")), crds)
+	r, err := e.decodeGraph(g, g.LookupPath(cue.ParsePath("v1")), crds)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.addWorkloads(cfg, r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Facts validates facts against #ClusterFacts and returns them with the
@@ -170,11 +185,43 @@ func (e *Engine) LoadConfig(path string) (*config.Config, error) {
 	return config.Load(e.ctx, path)
 }
 
-// Vet validates cfg against the schema without deriving anything.
-func (e *Engine) Vet(cfg *config.Config) error {
+// LoadDocuments is LoadConfig without requiring a HyperConverged
+// (config.LoadDocuments), for Vet of workloads alone.
+func (e *Engine) LoadDocuments(path string) (*config.Config, error) {
 	defer e.Lock()()
-	if _, err := e.validate(cfg.HyperConverged, "#HyperConverged"); err != nil {
+	return config.LoadDocuments(e.ctx, path)
+}
+
+// Vet validates cfg: its HyperConverged and HostPathProvisioner against
+// the schema, without deriving anything, and, when it holds workloads,
+// renders it (default facts; the config's HyperConverged, or
+// DefaultHyperConverged when it has none) so that every workload gets the
+// checks a Sync's render gives it — what Vet accepts, a Sync applies.
+func (e *Engine) Vet(cfg *config.Config) error {
+	if err := e.vetStack(cfg); err != nil {
 		return err
+	}
+	if len(cfg.Workloads) == 0 {
+		return nil
+	}
+	c := *cfg
+	if !c.HyperConverged.Exists() {
+		hc, err := e.defaultHyperConverged()
+		if err != nil {
+			return err
+		}
+		c.HyperConverged = hc
+	}
+	_, err := e.RenderWith(&c, Inputs{})
+	return err
+}
+
+func (e *Engine) vetStack(cfg *config.Config) error {
+	defer e.Lock()()
+	if cfg.HyperConverged.Exists() {
+		if _, err := e.validate(cfg.HyperConverged, "#HyperConverged"); err != nil {
+			return err
+		}
 	}
 	if cfg.HostPathProvisioner.Exists() {
 		if _, err := e.validate(cfg.HostPathProvisioner, "#HostPathProvisioner"); err != nil {
@@ -182,6 +229,20 @@ func (e *Engine) Vet(cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// DefaultHyperConverged is the HyperConverged Vet renders workloads with
+// when the config holds none: HCO's defaults, in HCO's namespace.
+const DefaultHyperConverged = `apiVersion: "hco.kubevirt.io/v1beta1"
+kind:       "HyperConverged"
+metadata: {name: "kubevirt-hyperconverged", namespace: "kubevirt-hyperconverged"}
+spec: {}
+`
+
+func (e *Engine) defaultHyperConverged() (cue.Value, error) {
+	defer e.Lock()()
+	v := e.ctx.CompileString(DefaultHyperConverged, cue.Filename("default HyperConverged"))
+	return v, v.Err()
 }
 
 func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {

@@ -55,8 +55,9 @@ func testOperator() operand.Operator {
 	}
 }
 
-// env is an API server with kube-controller-manager, the KubeVirt CRD, the
-// namespace and one Node (no kubelet).
+// env is an API server with kube-controller-manager, the KubeVirt CRD and
+// the cluster instancetype and preference CRDs (the roles apply the common
+// ones), the namespace and one Node (no kubelet).
 func env(t *testing.T) (*controlplane.Env, client.Client, *runtime.Scheme) {
 	e, _ := controlplane.StartWithControllerManagerForTest(t, workloadControllers...)
 	scheme := runtime.NewScheme()
@@ -69,7 +70,7 @@ func env(t *testing.T) (*controlplane.Env, client.Client, *runtime.Scheme) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crdtest.Install(t, c, "kubevirts")
+	crdtest.Install(t, c, "kubevirts", "virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences")
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, node} {

@@ -1,6 +1,10 @@
 // Package config loads a HyperConverged config — the manifests a config
 // repository holds — into CUE values that keep their file positions, so
-// that validation errors can name file, line and column.
+// that validation errors can name file, line and column: the
+// HyperConverged, optionally a HostPathProvisioner, and the workloads
+// (WorkloadKinds: VirtualMachines, DataVolumes, networks, instancetypes and
+// the plain objects they need), which the graph applies as its workloads
+// component once the stack is healthy.
 package config
 
 import (
@@ -11,6 +15,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/token"
 	"cuelang.org/go/encoding/yaml"
 )
 
@@ -21,9 +26,10 @@ const (
 	KindHostPathProvisioner = "hostpathprovisioner.kubevirt.io/v1beta1/HostPathProvisioner"
 )
 
-// Config is a loaded config: the HyperConverged and, when the repository
-// holds one, the HostPathProvisioner. Values are unvalidated user input;
-// validation happens against the schema (package graph).
+// Config is a loaded config: the HyperConverged, the HostPathProvisioner
+// when the repository holds one, and the workloads. Values are unvalidated
+// user input; validation happens against the schema and the workload
+// checks (package graph).
 type Config struct {
 	// Dir is the directory the config was loaded from.
 	Dir string
@@ -32,30 +38,65 @@ type Config struct {
 	// HostPathProvisioner is the HPP document; it does not exist
 	// (Exists() is false) when the config has none.
 	HostPathProvisioner cue.Value
+	// Workloads are the workload documents (WorkloadKinds), in file order
+	// and, within a file, in document order.
+	Workloads []Document
 	// Files lists the files read, relative to Dir, sorted.
 	Files []string
 }
 
+// Document is one workload document of a config.
+type Document struct {
+	// Kind is its type.
+	Kind Kind
+	// Value is the document as written, with its positions.
+	Value cue.Value
+	// Pos is where the document starts.
+	Pos token.Pos
+}
+
+// Error is a config Load refused: one line per problem, each naming
+// file:line:column.
+type Error struct{ Lines []string }
+
+func (e *Error) Error() string { return strings.Join(e.Lines, "\n") }
+
 // Load reads every *.yaml, *.yml and *.json file directly in dir (or the
 // single file dir names), each possibly holding several YAML documents,
-// and picks the HyperConverged and HostPathProvisioner documents by
-// apiVersion and kind. It fails, naming file and line, on a syntax error,
-// a document of another kind, a second HC or HPP, or when no HC is found.
+// and sorts the documents by apiVersion and kind into the HyperConverged,
+// the HostPathProvisioner and the workloads (WorkloadKinds). It fails on
+// a syntax error, a document of any other kind (naming the accepted
+// ones), a document without apiVersion or kind, a second HC or HPP, or
+// when no HC is found; the error (*Error) has one line per problem, each
+// naming file:line:column.
 func Load(ctx *cue.Context, dir string) (*Config, error) {
+	cfg, err := LoadDocuments(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.HyperConverged.Exists() {
+		return nil, fmt.Errorf("%s: no HyperConverged (apiVersion hco.kubevirt.io/v1beta1 or hco.kubevirt.io/v1, kind HyperConverged) found in %s",
+			dir, strings.Join(cfg.Files, ", "))
+	}
+	return cfg, nil
+}
+
+// LoadDocuments is Load without requiring a HyperConverged: `converge
+// vet` checks a file or directory holding workloads only (a VirtualMachine
+// manifest) with it.
+func LoadDocuments(ctx *cue.Context, dir string) (*Config, error) {
 	files, err := listFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &Config{Dir: dir}
+	var lines []string
 	for _, path := range files {
-		if err := cfg.addFile(ctx, path); err != nil {
-			return nil, err
-		}
+		lines = append(lines, cfg.addFile(ctx, path)...)
 		cfg.Files = append(cfg.Files, path)
 	}
-	if !cfg.HyperConverged.Exists() {
-		return nil, fmt.Errorf("%s: no HyperConverged (apiVersion hco.kubevirt.io/v1beta1 or hco.kubevirt.io/v1, kind HyperConverged) found in %s",
-			dir, strings.Join(cfg.Files, ", "))
+	if len(lines) > 0 {
+		return nil, &Error{Lines: lines}
 	}
 	return cfg, nil
 }
@@ -88,18 +129,20 @@ func listFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-func (c *Config) addFile(ctx *cue.Context, path string) error {
+// addFile adds the documents of the file at path and gives what it
+// refused, one line each.
+func (c *Config) addFile(ctx *cue.Context, path string) []string {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return []string{fmt.Sprintf("config: %v", err)}
 	}
 	f, err := yaml.Extract(path, data)
 	if err != nil {
-		return fmt.Errorf("%w", err)
+		return []string{err.Error()}
 	}
 	v := ctx.BuildFile(f)
 	if err := v.Err(); err != nil {
-		return err
+		return []string{err.Error()}
 	}
 	docs := []cue.Value{v}
 	if v.Kind() == cue.ListKind {
@@ -109,21 +152,32 @@ func (c *Config) addFile(ctx *cue.Context, path string) error {
 			docs = append(docs, it.Value())
 		}
 	}
+	var lines []string
 	for _, d := range docs {
-		if d.Kind() == cue.NullKind {
-			continue // an empty YAML document
+		if d.Kind() == cue.NullKind || d.IncompleteKind() == cue.TopKind {
+			continue // an empty YAML document, or one of comments only
 		}
-		if err := c.addDoc(path, d); err != nil {
-			return err
+		if err := c.addDoc(d); err != nil {
+			lines = append(lines, err.Error())
 		}
 	}
-	return nil
+	return lines
 }
 
-func (c *Config) addDoc(path string, d cue.Value) error {
+func (c *Config) addDoc(d cue.Value) error {
+	pos := d.Pos()
+	if d.Kind() != cue.StructKind {
+		return fmt.Errorf("%s: a document is a %s; expected an object with apiVersion and kind", pos, d.IncompleteKind())
+	}
 	av, _ := d.LookupPath(cue.ParsePath("apiVersion")).String()
 	k, _ := d.LookupPath(cue.ParsePath("kind")).String()
-	pos := d.Pos()
+	if av == "" || k == "" {
+		return fmt.Errorf("%s: a document without apiVersion or kind; a config holds %s", pos, acceptedKinds())
+	}
+	if wk, ok := WorkloadKind(av, k); ok {
+		c.Workloads = append(c.Workloads, Document{Kind: wk, Value: d, Pos: pos})
+		return nil
+	}
 	switch av + "/" + k {
 	case KindHyperConverged, KindHyperConvergedV1:
 		if c.HyperConverged.Exists() {
@@ -136,8 +190,8 @@ func (c *Config) addDoc(path string, d cue.Value) error {
 		}
 		c.HostPathProvisioner = d
 	default:
-		return fmt.Errorf("%s: unsupported document apiVersion %q kind %q: a config holds a HyperConverged (%s) and optionally a HostPathProvisioner (%s)",
-			pos, av, k, "hco.kubevirt.io/v1beta1 or v1", "hostpathprovisioner.kubevirt.io/v1beta1")
+		return fmt.Errorf("%s: unsupported document apiVersion %q kind %q: a config holds %s",
+			pos, av, k, acceptedKinds())
 	}
 	return nil
 }

@@ -46,25 +46,8 @@ func Bind(b Binding) error {
 		return fmt.Errorf("%s: %w", id, err)
 	}
 	defer target.Close()
-	inTarget := false
-	if err := target.Do(func(ns.NetNS) error {
-		_, err := netlink.LinkByName(b.Tap)
-		inTarget = err == nil
-		return nil
-	}); err != nil {
+	if err := moveTap(b.Tap, b.HostNetns, target); err != nil {
 		return fmt.Errorf("%s: %w", id, err)
-	}
-	if !inTarget {
-		err := inNetns(b.HostNetns, func() error {
-			tap, err := netlink.LinkByName(b.Tap)
-			if err != nil {
-				return fmt.Errorf("tap not found in the host namespace nor in the VMI's: %w", err)
-			}
-			return netlink.LinkSetNsFd(tap, int(target.Fd()))
-		})
-		if err != nil {
-			return fmt.Errorf("%s: moving the tap: %w", id, err)
-		}
 	}
 	if err := target.Do(func(ns.NetNS) error { return b.plumb() }); err != nil {
 		return fmt.Errorf("%s: %w", id, err)
@@ -159,6 +142,33 @@ func Verify(b Binding) error {
 	})
 	if err != nil {
 		return fmt.Errorf("binding of tap %s to %s in %s: %w", b.Tap, b.PodIf, b.Netns, err)
+	}
+	return nil
+}
+
+// moveTap moves the tap from the namespace at hostNetns (empty: the
+// caller's) into target, unless it is there already.
+func moveTap(tap, hostNetns string, target ns.NetNS) error {
+	inTarget := false
+	if err := target.Do(func(ns.NetNS) error {
+		_, err := netlink.LinkByName(tap)
+		inTarget = err == nil
+		return nil
+	}); err != nil {
+		return err
+	}
+	if inTarget {
+		return nil
+	}
+	err := inNetns(hostNetns, func() error {
+		l, err := netlink.LinkByName(tap)
+		if err != nil {
+			return fmt.Errorf("tap not found in the host namespace nor in the VMI's: %w", err)
+		}
+		return netlink.LinkSetNsFd(l, int(target.Fd()))
+	})
+	if err != nil {
+		return fmt.Errorf("moving the tap: %w", err)
 	}
 	return nil
 }

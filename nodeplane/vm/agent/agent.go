@@ -11,14 +11,14 @@
 // What Reconcile does, per VMI (domain name "<namespace>_<name>"):
 //
 //	VMI                               domain                    action → reported status
-//	live, phase ""/Pending/Scheduled  absent                    Build, define, start → Running (Failed if Build refuses)
+//	live, phase ""/Pending/Scheduled  absent                    Build, prepare disks, define, start → Running (Failed if Build refuses)
 //	live, phase Running               absent                    → Failed, reason DomainVanished
 //	live                              running                   → Running, Ready
 //	live                              paused / shutting down    → Running, not Ready
 //	live, not started yet             defined, shut off         start → Running
 //	live                              off after guest poweroff  → Succeeded
 //	live                              crashed / destroyed / off → Failed (reason names the cause)
-//	Succeeded or Failed               present                   destroy if running, undefine
+//	Succeeded or Failed               present                   destroy if running, undefine, release disks and networks
 //	deleting (deletionTimestamp)      running                   ACPI shutdown; after terminationGracePeriodSeconds, destroy
 //	deleting                          shut off                  undefine → Removed (the finalizer may go)
 //	deleting                          absent                    → Removed
@@ -32,6 +32,20 @@
 // gone (Teardown: CNI DEL, namespace removal). A VMI being deleted is
 // reported Removed only after its teardown succeeded, so nothing leaks.
 //
+// With Options.Disks set, the files of the volumes the node prepares
+// itself (containerDisk overlays, emptyDisk images, cloud-init, secret and
+// configMap ISOs: nodeplane/vm/vmdisks) are made once Build accepted the
+// VMI and before the domain is defined (a failure leaves the VMI
+// Scheduled, not Ready, reason DiskSetupFailed, and is retried), and
+// removed with the networks once the domain is gone (and, should a
+// removal be missed across an agent restart, by DiskSetup.Sweep once
+// neither a VMI nor a domain claims them). A VMI whose only
+// refused volumes are not ready yet, or whose disks are (both wrap
+// domain.ErrVolumeNotReady: a PVC not bound, a DataVolume importing, a
+// containerDisk still pulling), stays Scheduled, not Ready, reason
+// VolumesNotReady, and is retried, as KubeVirt's VMI waits for its
+// volumes.
+//
 // A domain carrying converge's metadata (domain.Metadata) that no VMI
 // claims, by name and UID, is an orphan: it is shut down (OrphanGracePeriod),
 // destroyed and undefined. Domains without converge's metadata are never
@@ -39,6 +53,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -77,6 +92,25 @@ type NetworkSetup interface {
 	Teardown(namespace, name string, uid types.UID) error
 }
 
+// DiskSetup makes the files of the volumes the node prepares itself
+// (nodeplane/vm/vmdisks implements it). Both methods are idempotent and
+// name the VMI in their errors.
+type DiskSetup interface {
+	// Prepare runs after Build accepted the VMI (Domain.ResolveVolume
+	// gave the paths) and before the domain is defined. An error wrapping
+	// domain.ErrVolumeNotReady means "not yet" (a pull in progress), not
+	// a failure.
+	Prepare(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error
+	// Release runs once the VMI's domain is gone: nothing of the VMI's
+	// volumes stays on the node. The VMI may be gone from the API: only
+	// its identity is given.
+	Release(namespace, name string, uid types.UID) error
+	// Sweep runs at the end of every pass: it releases what the disks of
+	// VMIs keep rejects left on the node (neither listed nor with a
+	// domain: a Release missed across an agent restart).
+	Sweep(keep func(uid types.UID) bool) error
+}
+
 // Options configure an Agent. Start from DefaultOptions.
 type Options struct {
 	// NodeName is reported in status.nodeName. VMIs whose status.nodeName
@@ -100,6 +134,10 @@ type Options struct {
 	// Networks, when set, plumbs the NICs on the node's own networks; nil
 	// leaves every NIC to Domain.ResolveBridge.
 	Networks NetworkSetup
+	// Disks, when set, makes and removes the files of the volumes the
+	// node prepares (Domain.ResolveVolume gives their paths); nil
+	// prepares none.
+	Disks DiskSetup
 }
 
 // DefaultOptions gives the options for node: domain.DefaultOptions(), 30 s
@@ -123,7 +161,10 @@ type Agent struct {
 	opts      Options
 	shutdowns map[string]time.Time // domain name -> destroy deadline
 	plumbed   map[string]types.UID // domain name -> VMI whose networks are plumbed or checked
-	tornDown  map[types.UID]bool   // VMIs whose networks were torn down since the domain went
+	tornDown  map[types.UID]bool   // VMIs whose networks and disks were released since the domain went
+	// ctx bounds the disk preparation of a pass (Run's context; Background
+	// for a Reconcile called directly).
+	ctx context.Context
 }
 
 // New gives an agent driving hv with opts.
@@ -134,7 +175,7 @@ func New(hv hypervisor.Hypervisor, opts Options) *Agent {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Agent{hv: hv, opts: opts, shutdowns: map[string]time.Time{}, plumbed: map[string]types.UID{}, tornDown: map[types.UID]bool{}}
+	return &Agent{hv: hv, opts: opts, shutdowns: map[string]time.Time{}, plumbed: map[string]types.UID{}, tornDown: map[types.UID]bool{}, ctx: context.Background()}
 }
 
 // Report is the outcome for one VMI: the status the agent computed (the
@@ -239,6 +280,17 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 	for _, vmi := range vmis {
 		listed[vmi.UID] = true
 	}
+	if a.opts.Disks != nil && err == nil {
+		withDomain := map[types.UID]bool{}
+		for _, d := range doms {
+			if m, ours := metadataOf(d); ours {
+				withDomain[types.UID(m.UID)] = true
+			}
+		}
+		if err := a.opts.Disks.Sweep(func(uid types.UID) bool { return listed[uid] || withDomain[uid] }); err != nil {
+			res.Errors = append(res.Errors, err)
+		}
+	}
 	for uid := range a.tornDown {
 		if !listed[uid] {
 			delete(a.tornDown, uid) // forget VMIs gone from the source
@@ -267,7 +319,8 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 		})
 		if !exists {
 			delete(a.shutdowns, name)
-			rep.Removed = deleting && a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
+			released := a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
+			rep.Removed = deleting && released
 			return rep
 		}
 		grace := a.gracePeriod(vmi)
@@ -281,7 +334,8 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			return rep
 		}
 		if gone {
-			rep.Removed = deleting && a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
+			released := a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
+			rep.Removed = deleting && released
 			if deleting && !final {
 				a.setPhase(&rep.Status, stoppedPhase(last), string(last.Reason))
 			}
@@ -297,6 +351,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			})
 		}
 		dopts := a.opts.Domain
+		delete(a.tornDown, vmi.UID) // what is set up below is released at the end
 		if a.opts.Networks != nil {
 			taps, err := a.opts.Networks.Setup(vmi)
 			if err != nil {
@@ -307,19 +362,45 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 					a.setReady(st, false, "NetworkSetupFailed", err.Error())
 				})
 			}
-			delete(a.tornDown, vmi.UID)
 			dopts.ResolveTap = func(_ string, n kubevirtv1.Network) (domain.Tap, bool, error) {
 				t, ok := taps[n.Name]
 				return t, ok, nil
 			}
 		}
 		built, err := domain.Build(vmi, dopts)
+		if errors.Is(err, domain.ErrVolumeNotReady) {
+			a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
+			res.after(a.opts.RetryAfter)
+			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+				a.setPhase(st, kubevirtv1.Scheduled, "")
+				a.setReady(st, false, "VolumesNotReady", err.Error())
+			})
+		}
 		if err != nil {
 			a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
 			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 				a.setCondition(st, kubevirtv1.VirtualMachineInstanceSynchronized, false, "Unsupported", err.Error())
 				a.fail(st, "Unsupported", err.Error())
 			})
+		}
+		if a.opts.Disks != nil {
+			err := a.opts.Disks.Prepare(a.ctx, vmi)
+			if errors.Is(err, domain.ErrVolumeNotReady) { // a containerDisk still pulling
+				a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
+				res.after(a.opts.RetryAfter)
+				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+					a.setPhase(st, kubevirtv1.Scheduled, "")
+					a.setReady(st, false, "VolumesNotReady", err.Error())
+				})
+			}
+			if err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
+				res.after(a.opts.RetryAfter)
+				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+					a.setPhase(st, kubevirtv1.Scheduled, "")
+					a.setReady(st, false, "DiskSetupFailed", err.Error())
+				})
+			}
 		}
 		xml, err := built.Marshal()
 		if err == nil {
@@ -397,21 +478,38 @@ func (a *Agent) plumb(vmi *kubevirtv1.VirtualMachineInstance, name string, d hyp
 	return nil
 }
 
-// teardown releases a VMI's networks once its domain is gone; it reports
-// whether that is done (always true without Options.Networks). Errors go
-// to res with a retry.
+// teardown releases a VMI's networks and disks once its domain is gone;
+// it reports whether that is done (always true without Options.Networks
+// and Options.Disks). Errors go to res with a retry, which runs both
+// again (each is idempotent).
 func (a *Agent) teardown(namespace, vmiName string, uid types.UID, domainName string, res *Result) bool {
 	delete(a.plumbed, domainName)
-	if a.opts.Networks == nil || a.tornDown[uid] {
+	if a.opts.Networks == nil && a.opts.Disks == nil || a.tornDown[uid] {
 		return true
 	}
-	if err := a.opts.Networks.Teardown(namespace, vmiName, uid); err != nil {
-		res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s/%s: %w", namespace, vmiName, err))
+	var errs []error
+	if a.opts.Networks != nil {
+		if err := a.opts.Networks.Teardown(namespace, vmiName, uid); err != nil {
+			errs = append(errs, err)
+		} else {
+			a.opts.Log.Info("networks torn down", "vmi", namespace+"/"+vmiName, "uid", uid)
+		}
+	}
+	if a.opts.Disks != nil {
+		if err := a.opts.Disks.Release(namespace, vmiName, uid); err != nil {
+			errs = append(errs, err)
+		} else {
+			a.opts.Log.Info("disks released", "vmi", namespace+"/"+vmiName, "uid", uid)
+		}
+	}
+	if len(errs) > 0 {
+		for _, err := range errs {
+			res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s/%s: %w", namespace, vmiName, err))
+		}
 		res.after(a.opts.RetryAfter)
 		return false
 	}
 	a.tornDown[uid] = true
-	a.opts.Log.Info("networks torn down", "vmi", namespace+"/"+vmiName, "uid", uid)
 	return true
 }
 

@@ -33,6 +33,8 @@ func (a *Agent) Run(ctx context.Context, src Source, resync time.Duration) error
 	if err != nil {
 		return err
 	}
+	a.ctx = ctx
+	defer func() { a.ctx = context.Background() }()
 	for {
 		res := a.Reconcile(src.List())
 		for _, r := range res.Reports {

@@ -22,7 +22,9 @@ import (
 // vmisupport.FieldErrors wrapped as
 // "VirtualMachineInstance <namespace>/<name>: <path>: <reason>; …". Build
 // reads no files and calls libvirt nowhere; volumes and bridges come from
-// the resolvers in opts. The result marshals with (*libvirtxml.Domain).Marshal.
+// the resolvers in opts. When the only refusals are volumes a resolver
+// reported not ready yet, the error also wraps ErrVolumeNotReady. The
+// result marshals with (*libvirtxml.Domain).Marshal.
 func Build(vmi *kubevirtv1.VirtualMachineInstance, opts Options) (*libvirtxml.Domain, error) {
 	if vmi == nil {
 		return nil, fmt.Errorf("VirtualMachineInstance: nil")
@@ -36,15 +38,29 @@ func Build(vmi *kubevirtv1.VirtualMachineInstance, opts Options) (*libvirtxml.Do
 	b := &builder{vmi: vmi, opts: opts, errs: vmisupport.CheckSpec(&vmi.Spec)}
 	d := b.build()
 	if len(b.errs) > 0 {
-		return nil, fmt.Errorf("VirtualMachineInstance %s: %w", id, b.errs.Sorted())
+		err := fmt.Errorf("VirtualMachineInstance %s: %w", id, b.errs.Sorted())
+		if b.notReady == len(b.errs) {
+			return nil, notReadyError{err}
+		}
+		return nil, err
 	}
 	return d, nil
 }
+
+// notReadyError is Build's error when every refused field is a volume
+// not ready yet: errors.Is(err, ErrVolumeNotReady) holds, and the
+// message and FieldErrors are the wrapped error's.
+type notReadyError struct{ error }
+
+func (e notReadyError) Unwrap() []error { return []error{e.error, ErrVolumeNotReady} }
 
 type builder struct {
 	vmi  *kubevirtv1.VirtualMachineInstance
 	opts Options
 	errs vmisupport.FieldErrors
+	// notReady counts the errors of errs that are volumes not ready yet
+	// (ErrVolumeNotReady).
+	notReady int
 }
 
 func (b *builder) build() *libvirtxml.Domain {
@@ -93,7 +109,7 @@ func (b *builder) build() *libvirtxml.Domain {
 		}}}
 		d.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
 	}
-	if b.secureBoot() {
+	if b.smm() {
 		d.Features.SMM = &libvirtxml.DomainFeatureSMM{State: "on"}
 	}
 	b.disks(d.Devices)
@@ -183,6 +199,28 @@ func orOne(n uint32) int {
 		return 1
 	}
 	return int(n)
+}
+
+// smm reports whether the guest gets System Management Mode: when
+// spec.domain.features.smm is set and not disabled, or when EFI secure boot
+// needs it. Secure boot with smm.enabled: false is refused, as KubeVirt's
+// admitter refuses it (pkg/virt-api/webhooks/validating-webhook/admitters
+// vmi-create-admitter.go: "SMM must be enabled when secure boot is
+// enabled"); the common preferences (fedora, rhel.9, …) set smm: {}
+// beside secure boot.
+func (b *builder) smm() bool {
+	var want, off bool
+	if f := b.vmi.Spec.Domain.Features; f != nil && f.SMM != nil {
+		want = f.SMM.Enabled == nil || *f.SMM.Enabled
+		off = !want
+	}
+	if b.secureBoot() {
+		if off {
+			b.errs.Add("spec.domain.features.smm.enabled", "false: EFI secure boot (spec.domain.firmware.bootloader.efi.secureBoot, default true) needs SMM")
+		}
+		return true
+	}
+	return want
 }
 
 func (b *builder) secureBoot() bool {

@@ -1,12 +1,15 @@
 package domain
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/converge-dev/converge/api/vmisupport"
 )
 
 func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
@@ -62,7 +65,11 @@ func (b *builder) disks(devs *libvirtxml.DomainDeviceList) {
 		} else {
 			out.Source = &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: src.Path}}
 		}
-		out.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"}
+		format := src.Format
+		if format == "" {
+			format = FormatRaw
+		}
+		out.Driver = &libvirtxml.DomainDiskDriver{Name: "qemu", Type: format}
 		switch disk.Cache {
 		case "", kubevirtv1.CacheNone, kubevirtv1.CacheWriteThrough, kubevirtv1.CacheWriteBack:
 			out.Driver.Cache = string(disk.Cache)
@@ -104,29 +111,125 @@ func (b *builder) volumeSource(j int) (src DiskSource, readOnly, ok bool) {
 			b.errs.Add(p+".hostDisk.path", "%q: must be absolute", v.HostDisk.Path)
 			return src, false, false
 		}
-		return DiskSource{Path: filepath.Clean(v.HostDisk.Path)}, false, true
+		return DiskSource{Path: filepath.Clean(v.HostDisk.Path), Format: FormatRaw}, false, true
 	case v.PersistentVolumeClaim != nil:
-		claim := v.PersistentVolumeClaim.ClaimName
-		if b.opts.ResolvePVC == nil {
-			b.errs.Add(p+".persistentVolumeClaim", "claim %q: this node has no PVC resolver", claim)
-			return src, false, false
-		}
-		src, err := b.opts.ResolvePVC(b.vmi.Namespace, claim)
-		if err != nil {
-			b.errs.Add(p+".persistentVolumeClaim", "claim %q: %v", claim, err)
-			return src, false, false
-		}
-		if !filepath.IsAbs(src.Path) {
-			b.errs.Add(p+".persistentVolumeClaim", "claim %q: resolver gave %q, expected an absolute path", claim, src.Path)
-			return src, false, false
-		}
-		return src, v.PersistentVolumeClaim.ReadOnly, true
+		src, ok := b.claim(p+".persistentVolumeClaim", "claim", v.PersistentVolumeClaim.ClaimName)
+		return src, v.PersistentVolumeClaim.ReadOnly, ok
+	case v.DataVolume != nil:
+		// CDI names a DataVolume's PVC after it (kubevirt.io/api core/v1
+		// DataVolumeSource: "Name of both the DataVolume and the PVC").
+		src, ok := b.claim(p+".dataVolume", "DataVolume", v.DataVolume.Name)
+		return src, false, ok
+	}
+	if kind := NodeVolumeSource(v); kind != "" {
+		src, ok := b.nodeVolume(p+"."+kind, v)
+		return src, false, ok
 	}
 	if hasSource(v) {
 		return src, false, false // a rejected source, already reported
 	}
-	b.errs.Add(p, "volume %q has no source: expected hostDisk or persistentVolumeClaim", v.Name)
+	b.errs.Add(p, "volume %q has no source: expected hostDisk, persistentVolumeClaim, dataVolume, containerDisk, emptyDisk, cloudInitNoCloud, cloudInitConfigDrive, secret or configMap", v.Name)
 	return src, false, false
+}
+
+// NodeVolumeSource names the source of a volume the node prepares itself
+// (Options.ResolveVolume): "containerDisk", "emptyDisk",
+// "cloudInitNoCloud", "cloudInitConfigDrive", "secret" or "configMap", as
+// spelt in the VMI; "" for any other volume.
+func NodeVolumeSource(v kubevirtv1.Volume) string {
+	switch {
+	case v.ContainerDisk != nil:
+		return "containerDisk"
+	case v.EmptyDisk != nil:
+		return "emptyDisk"
+	case v.CloudInitNoCloud != nil:
+		return "cloudInitNoCloud"
+	case v.CloudInitConfigDrive != nil:
+		return "cloudInitConfigDrive"
+	case v.Secret != nil:
+		return "secret"
+	case v.ConfigMap != nil:
+		return "configMap"
+	}
+	return ""
+}
+
+// claim resolves a PVC (or a DataVolume's PVC) through Options.ResolvePVC;
+// what names the object in messages ("claim", "DataVolume").
+func (b *builder) claim(path, what, name string) (DiskSource, bool) {
+	if b.opts.ResolvePVC == nil {
+		b.errs.Add(path, "%s %q: this node has no PVC resolver", what, name)
+		return DiskSource{}, false
+	}
+	src, err := b.opts.ResolvePVC(b.vmi.Namespace, name)
+	if err != nil {
+		b.resolverError(path, err, func(reason string) string { return fmt.Sprintf("%s %q: %s", what, name, reason) })
+		return DiskSource{}, false
+	}
+	if !b.checkSource(path, fmt.Sprintf("%s %q: resolver", what, name), src) {
+		return DiskSource{}, false
+	}
+	return src, true
+}
+
+// nodeVolume resolves a volume the node prepares through
+// Options.ResolveVolume; path is spec.volumes[i].<source>.
+func (b *builder) nodeVolume(path string, v kubevirtv1.Volume) (DiskSource, bool) {
+	if b.opts.ResolveVolume == nil {
+		b.errs.Add(path, "this node prepares no volumes (the agent has no volume resolver)")
+		return DiskSource{}, false
+	}
+	src, err := b.opts.ResolveVolume(b.vmi, v)
+	if err != nil {
+		b.resolverError(path, err, func(reason string) string { return reason })
+		return DiskSource{}, false
+	}
+	if !b.checkSource(path, "volume resolver", src) {
+		return DiskSource{}, false
+	}
+	return src, true
+}
+
+// resolverError records a resolver's error at path: the fields of a
+// vmisupport.FieldErrors (or FieldError) below path, anything else at
+// path with its message through describe. An error wrapping
+// ErrVolumeNotReady counts as not ready.
+func (b *builder) resolverError(path string, err error, describe func(string) string) {
+	var fes vmisupport.FieldErrors
+	var fe *vmisupport.FieldError
+	switch {
+	case errors.As(err, &fes):
+	case errors.As(err, &fe):
+		fes = vmisupport.FieldErrors{fe}
+	default:
+		fes = vmisupport.FieldErrors{{Reason: err.Error()}}
+	}
+	for _, e := range fes {
+		p := path
+		if e.Path != "" {
+			p += "." + e.Path
+		}
+		b.errs.Add(p, "%s", describe(e.Reason))
+	}
+	if errors.Is(err, ErrVolumeNotReady) {
+		b.notReady += len(fes)
+	}
+}
+
+// checkSource refuses a resolver's answer that is not an absolute path or
+// names a format other than raw and qcow2.
+func (b *builder) checkSource(path, who string, src DiskSource) bool {
+	if !filepath.IsAbs(src.Path) {
+		b.errs.Add(path, "%s gave %q, expected an absolute path", who, src.Path)
+		return false
+	}
+	switch src.Format {
+	case "", FormatRaw, FormatQCOW2:
+	default:
+		b.errs.Add(path, "%s gave format %q, expected raw or qcow2", who, src.Format)
+		return false
+	}
+	return true
 }
 
 // hasSource reports whether a volume sets any source at all,

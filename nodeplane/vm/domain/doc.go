@@ -5,7 +5,7 @@
 //
 // Build does the translation; Options carries what the node decides (domain
 // type, QEMU binary, machine type, serial log directory, and resolvers for
-// PVC volumes and network bridges). The domain is named
+// PVC and node-prepared volumes and network bridges). The domain is named
 // "<namespace>_<name>" like KubeVirt's and carries converge's Metadata so the
 // agent recognises its own domains.
 //
@@ -22,11 +22,21 @@
 //   - on_poweroff destroy (the VMI Succeeds), on_crash destroy (the VMI
 //     Fails), on_reboot restart, or destroy when the owning VM's runStrategy
 //     is Once (v1alpha1.RunStrategyAnnotation);
-//   - disks: raw images or block devices, from hostDisk paths or from PVCs
-//     through Options.ResolvePVC, with user aliases "ua-<disk name>";
-//   - interfaces: bridge binding only, to the bridge Options.ResolveBridge
-//     names for the network, MAC from the spec or derived (MAC), virtio by
-//     default, aliases "ua-<interface name>";
+//   - disks: raw or qcow2 images (the driver type follows
+//     DiskSource.Format) or block devices, with user aliases
+//     "ua-<disk name>": hostDisk paths; persistentVolumeClaim and
+//     dataVolume volumes (the DataVolume's PVC, named after it) through
+//     Options.ResolvePVC; the volumes the node prepares (containerDisk
+//     overlays, emptyDisk images, cloud-init, secret and configMap ISOs)
+//     through Options.ResolveVolume. A resolver's error wrapping
+//     ErrVolumeNotReady makes Build's error wrap it too, when nothing
+//     else is refused, so that the agent retries;
+//   - interfaces: masquerade (pod network) and bridge bindings, each a tap
+//     Options.ResolveTap gives (the agent's network setup plumbs it) or, for
+//     bridge, the bridge Options.ResolveBridge names; KubeVirt's default
+//     interface (PodInterfaceDefault) when the node has a pod network; MAC
+//     from the spec or derived (MAC), virtio by default, aliases
+//     "ua-<interface name>";
 //   - a pty serial console (ttyS0) logged to a file, a virtio balloon, and
 //     virtio-rng when spec.domain.devices.rng is set.
 //

@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/converge-dev/converge/api/vmisupport"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
+	"github.com/converge-dev/converge/nodeplane/vm/vmdisks"
 )
 
 var update = flag.Bool("update", os.Getenv("UPDATE_GOLDEN") == "1", "rewrite golden files")
@@ -22,7 +24,9 @@ var update = flag.Bool("update", os.Getenv("UPDATE_GOLDEN") == "1", "rewrite gol
 const goldenDir = "../../../testdata/domain"
 
 // testOptions are the node choices of the golden cases: the default
-// options plus a serial log directory and resolvers for PVCs and bridges.
+// options plus a serial log directory and resolvers for PVCs, bridges
+// and the volumes the node prepares (vmdisks, state /var/lib/converge/vm;
+// its Secret and ConfigMap getters are never called by Build).
 func testOptions() domain.Options {
 	o := domain.DefaultOptions()
 	o.SerialLogDir = "/var/log/converge/vm"
@@ -46,6 +50,16 @@ func testOptions() domain.Options {
 		}
 		return "", fmt.Errorf("no source")
 	}
+	do := vmdisks.DefaultOptions("/var/lib/converge/vm")
+	unread := func(context.Context, string, string) (map[string][]byte, error) {
+		return nil, fmt.Errorf("Build reads no object")
+	}
+	do.Secrets, do.ConfigMaps = unread, unread
+	disks, err := vmdisks.New(do)
+	if err != nil {
+		panic(err)
+	}
+	o.ResolveVolume = disks.Resolve // paths only: Resolve reads and writes nothing
 	o.ResolveTap = func(namespace string, n kubevirtv1.Network) (domain.Tap, bool, error) {
 		if n.Multus != nil && strings.HasPrefix(n.Multus.NetworkName, "tap-") {
 			return domain.Tap{Name: "cvt6d1f3a52-1", MTU: 1400}, true, nil

@@ -1,15 +1,33 @@
 package domain
 
 import (
+	"errors"
+
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // DiskSource is where a volume's data is on the node: Path is an absolute
-// path to a raw image file, or to a block device when Block is true.
+// path to an image file, or to a block device when Block is true, and
+// Format the image format QEMU reads it with (the disk driver type):
+// "raw" (also when empty) or "qcow2".
 type DiskSource struct {
-	Path  string
-	Block bool
+	Path   string
+	Block  bool
+	Format string
 }
+
+// Disk image formats of DiskSource.Format.
+const (
+	FormatRaw   = "raw"
+	FormatQCOW2 = "qcow2"
+)
+
+// ErrVolumeNotReady is wrapped by a resolver's error when the volume
+// exists but cannot be used yet (a PVC not bound yet, a DataVolume still
+// importing, the API server out of reach): Build's error then wraps it
+// too, when no other field is refused, so the agent retries instead of
+// failing the VMI.
+var ErrVolumeNotReady = errors.New("volume not ready")
 
 // Options are the node-side choices Build needs and a VMI does not carry.
 // Start from DefaultOptions.
@@ -26,8 +44,18 @@ type Options struct {
 	// serial console written by virtlogd; empty disables the log.
 	SerialLogDir string
 	// ResolvePVC gives the disk for a persistentVolumeClaim volume of a VMI
-	// in namespace. Nil refuses every PVC volume.
+	// in namespace, and for a dataVolume volume (CDI names the PVC after
+	// its DataVolume, so claimName is the DataVolume's name). Nil refuses
+	// every PVC and DataVolume volume.
 	ResolvePVC func(namespace, claimName string) (DiskSource, error)
+	// ResolveVolume gives the disk of a volume the node prepares itself:
+	// containerDisk, emptyDisk, cloudInitNoCloud, cloudInitConfigDrive,
+	// secret and configMap (nodeplane/vm/vmdisks, whose
+	// Prepare creates the files before the domain is defined). An error
+	// that is or wraps vmisupport.FieldErrors names fields relative to the
+	// volume's source (spec.volumes[i].<source>). Nil refuses those
+	// volumes.
+	ResolveVolume func(vmi *kubevirtv1.VirtualMachineInstance, volume kubevirtv1.Volume) (DiskSource, error)
 	// ResolveBridge gives the name of the node's Linux bridge for a network
 	// of a VMI in namespace (pod or multus). Nil refuses every interface.
 	ResolveBridge func(namespace string, network kubevirtv1.Network) (string, error)
@@ -51,7 +79,8 @@ type Tap struct {
 
 // DefaultOptions gives domain type qemu, the Debian QEMU binary
 // /usr/bin/qemu-system-x86_64, machine type q35, no serial log and no
-// resolvers (PVC volumes and interfaces are refused until set).
+// resolvers (PVC, DataVolume and node-prepared volumes and interfaces are
+// refused until set).
 func DefaultOptions() Options {
 	return Options{
 		DomainType:  "qemu",

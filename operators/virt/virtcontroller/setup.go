@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/internal/crdwait"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/nodehealth"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
@@ -17,8 +18,11 @@ import (
 // package was named virtcontroller.
 const logName = "virtctl"
 
-// CRDNames are the CRDs the controllers watch; Setup waits for them.
-var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io"}
+// CRDNames are the CRDs the controllers watch; Setup waits for them. The
+// DataVolume CRD is installed with the VM CRDs (the graph's "crds" stage)
+// whether or not CDI runs: the VM controller creates the DataVolumes of
+// dataVolumeTemplates and the scheduler waits for those of the volumes.
+var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io", dvapi.CRDName}
 
 // Setup registers the "virtualmachine" (package vm), "vmi-scheduler"
 // (package scheduler) and "vmi-node-health" (package nodehealth)
@@ -27,7 +31,7 @@ var CRDNames = []string{"virtualmachines.kubevirt.io", "virtualmachineinstances.
 // stage, so they may appear after converge-controller starts; until then
 // it polls every opts.CRDPoll) and opts.Gate, if any, opened (the virt
 // operator's: a native KubeVirt CR exists). mgr's scheme must know
-// kubevirt.io/v1 and the client-go types.
+// kubevirt.io/v1, cdi.kubevirt.io/v1beta1 and the client-go types.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		log := ctrl.Log.WithName(logName)

@@ -37,7 +37,8 @@ const CRD = "kubevirts.kubevirt.io"
 // Operator gives the operand.Operator of KubeVirt CRs: namespaced (its
 // roles go to its namespace, as virt-operator installs KubeVirt in its
 // CR's), a singleton (a second native KubeVirt is Degraded
-// ExistingDeployment), KubeVirt's status fields (phase, operatorVersion,
+// ExistingDeployment), the hostpath CSI driver's pools as inputs (Inputs),
+// KubeVirt's status fields (phase, operatorVersion,
 // targetKubeVirtVersion, observedKubeVirtVersion; targetKubeVirtRegistry
 // and observedKubeVirtRegistry: the node image's registry and repository
 // path; defaultArchitecture amd64), and the roles: virt-controller when
@@ -48,7 +49,7 @@ const CRD = "kubevirts.kubevirt.io"
 func Operator(nodeImage string, virtController, vmValidation bool, c client.Client) operand.Operator {
 	registry := imageRegistry(nodeImage)
 	op := operand.Operator{
-		Name: Name, GVK: GVK, CRD: CRD, Singleton: true,
+		Name: Name, GVK: GVK, CRD: CRD, Singleton: true, Inputs: Inputs(),
 		Status: operand.StatusFields{Phase: "phase", OperatorVersion: "operatorVersion",
 			TargetVersion: "targetKubeVirtVersion", ObservedVersion: "observedKubeVirtVersion",
 			Extra: func(r operand.Report) map[string]any {

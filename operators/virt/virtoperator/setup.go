@@ -56,6 +56,7 @@ func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
 	if o.VMValidation {
 		return o.Webhooks.Register(vmadmission.Webhook(vmadmission.Options{
 			ObsoleteCPUModels: func() map[string]bool { return configs.Get(context.Background()).ObsoleteCPUModels },
+			Instancetypes:     mgr.GetAPIReader(),
 			Ready:             func(ctx context.Context) error { return gates.Wait(ctx, RoleVMValidation) },
 		}))
 	}

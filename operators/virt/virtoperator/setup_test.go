@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -39,13 +42,15 @@ const kvNS = "kubevirt-hyperconverged"
 // server: until a native KubeVirt exists, virt-controller makes no VMI of
 // a VirtualMachine and the VM validation webhook is not registered; once
 // one exists, both run, the webhook refuses the CPU models the KubeVirt's
-// obsoleteCPUModels names, and the CR reports KubeVirt's status fields;
+// obsoleteCPUModels names, the VM agent's DaemonSet serves the native
+// HostPathProvisioner's storage pool (the operator's inputs), and the CR
+// reports KubeVirt's status fields;
 // when it is deleted, the webhook configuration goes and the manager ends
 // with ErrRoleGone naming the role.
 func TestVirtOperator(t *testing.T) {
 	controlplane.RequireForTest(t)
-	env, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
-	crdtest.Install(t, c, "kubevirts", "virtualmachines", "virtualmachineinstances")
+	env, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme, cdiv1.AddToScheme)
+	crdtest.Install(t, c, "kubevirts", "virtualmachines", "virtualmachineinstances", "datavolumes", "hostpathprovisioners", "virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences")
 	ctx := context.Background()
 	for _, ns := range []string{kvNS, "vms"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -107,6 +112,16 @@ func TestVirtOperator(t *testing.T) {
 		t.Errorf("the VM validation webhook is registered before any KubeVirt: %v", err)
 	}
 
+	// A native HostPathProvisioner: its pool is the VM agent's.
+	hpp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "hostpathprovisioner.kubevirt.io/v1beta1", "kind": "HostPathProvisioner",
+		"metadata": map[string]any{"name": "hostpath-provisioner", "annotations": map[string]any{"converge.dev/operator": "native"}},
+		"spec":     map[string]any{"storagePools": []any{map[string]any{"name": "local", "path": "/var/hpvolumes"}}},
+	}}
+	if err := c.Create(ctx, hpp); err != nil {
+		t.Fatal(err)
+	}
+
 	// A native KubeVirt: the roles start.
 	kv := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "KubeVirt",
@@ -138,6 +153,19 @@ func TestVirtOperator(t *testing.T) {
 		st, _, _ := unstructured.NestedMap(kv.Object, "status")
 		return st["phase"] == "Deploying" && st["operatorVersion"] == "v-test" && st["targetKubeVirtVersion"] == "v-test" &&
 			st["targetKubeVirtRegistry"] == "registry.local/converge"
+	})
+
+	controlplane.Eventually(t, time.Minute, func() bool {
+		ds := &appsv1.DaemonSet{}
+		if c.Get(ctx, client.ObjectKey{Namespace: kvNS, Name: "converge-vm-agent"}, ds) != nil {
+			return false
+		}
+		for _, ct := range ds.Spec.Template.Spec.Containers {
+			if ct.Name == "vm-agent" && slices.Contains(ct.Args, "--storage-pool=local=/var/hpvolumes") {
+				return true
+			}
+		}
+		return false
 	})
 
 	// The last KubeVirt gone: the webhook configuration goes, the manager

@@ -54,9 +54,11 @@ func Check(kind string, raw []byte) (vmisupport.FieldErrors, error) {
 // or does not know, the fields the kubevirt.io/v1 types do not have
 // (UnknownFieldReason), and spec.domain.cpu.model when it names an obsolete
 // model (as KubeVirt's virt-api refuses it, pkg/virt-api/webhooks
-// validating-webhook admitters: "CPU model ... is obsolete"). A VM without
-// spec.template has nothing to check. The error is for an object that is
-// not JSON of that kind (a field of the wrong type) or an unknown kind.
+// validating-webhook admitters: "CPU model ... is obsolete"), and for a
+// VirtualMachine the spec.dataVolumeTemplates fields
+// CheckDataVolumeTemplates refuses. A VM without spec.template has no VMI
+// spec to check. The error is for an object that is not JSON of that kind
+// (a field of the wrong type) or an unknown kind.
 func CheckWith(kind string, raw []byte, obsolete map[string]bool) (vmisupport.FieldErrors, error) {
 	var obj any
 	var spec func() *kubevirtv1.VirtualMachineInstanceSpec
@@ -94,6 +96,9 @@ func CheckWith(kind string, raw []byte, obsolete map[string]bool) (vmisupport.Fi
 			errs = append(errs, &vmisupport.FieldError{Path: prefix + ".domain.cpu.model",
 				Reason: fmt.Sprintf("CPU model %q is obsolete (KubeVirt spec.configuration.obsoleteCPUModels)", c.Model)})
 		}
+	}
+	if vm, ok := obj.(*kubevirtv1.VirtualMachine); ok {
+		errs = append(errs, CheckDataVolumeTemplates(vm)...)
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
 	return errs, nil

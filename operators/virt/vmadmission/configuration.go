@@ -4,6 +4,7 @@ import (
 	"context"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/converge-dev/converge/internal/webhook"
@@ -31,6 +32,8 @@ const (
 type Options struct {
 	// ObsoleteCPUModels: see Validator.
 	ObsoleteCPUModels func() map[string]bool
+	// Instancetypes: see Validator.
+	Instancetypes client.Reader
 	// Ready, when set, holds the registration until it returns nil (the
 	// virt operator's gate: a native KubeVirt CR exists).
 	Ready func(ctx context.Context) error
@@ -53,7 +56,7 @@ func Webhook(o Options) webhook.Configuration {
 		return webhook.ValidatingHook{Name: name, Path: path,
 			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}
 	}
-	v := Validator{ObsoleteCPUModels: o.ObsoleteCPUModels}
+	v := Validator{ObsoleteCPUModels: o.ObsoleteCPUModels, Instancetypes: o.Instancetypes}
 	return webhook.Configuration{
 		Name:    ConfigurationName,
 		What:    "the VM validation webhook",

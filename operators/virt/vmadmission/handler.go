@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-dev/converge/internal/webhook"
 	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -19,6 +20,10 @@ type Validator struct {
 	// (the native KubeVirt CR's spec.configuration.obsoleteCPUModels,
 	// those set true); read at each request.
 	ObsoleteCPUModels func() map[string]bool
+	// Instancetypes, when set, reads the instancetypes, preferences and
+	// ControllerRevisions a VirtualMachine names (CheckInstancetypes);
+	// without it only its matchers are checked.
+	Instancetypes client.Reader
 }
 
 var _ ctrladmission.Handler = Validator{}
@@ -26,14 +31,16 @@ var _ ctrladmission.Handler = Validator{}
 // Handle takes an AdmissionReview request for a kubevirt.io/v1
 // VirtualMachine or VirtualMachineInstance and gives:
 //   - allowed, for operations other than CREATE and UPDATE, and for an
-//     UPDATE that leaves the VMI spec as it was (metadata, runStrategy or
-//     other VM fields: an object stored before converge refused its fields
-//     can still be stopped, relabelled or have its finalizers removed);
+//     UPDATE that leaves the VMI spec (and a VM's instancetype and
+//     preference matchers) as it was (metadata, runStrategy or other VM
+//     fields: an object stored before converge refused its fields can
+//     still be stopped, relabelled or have its finalizers removed);
 //   - denied, with Message's lines, when CheckWith finds fields converge
-//     refuses (obsolete CPU models per ObsoleteCPUModels);
+//     refuses (obsolete CPU models per ObsoleteCPUModels), or, for a
+//     VirtualMachine, CheckInstancetypes (reading through Instancetypes);
 //   - an error (400) naming the object when its JSON does not decode, or
 //     the kind is neither.
-func (v Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmission.Response {
+func (v Validator) Handle(ctx context.Context, req ctrladmission.Request) ctrladmission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return ctrladmission.Allowed("")
 	}
@@ -57,6 +64,13 @@ func (v Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmi
 	if err != nil {
 		return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
 	}
+	if kind == VirtualMachineKind {
+		ierrs, err := v.instancetypeErrors(ctx, req)
+		if err != nil {
+			return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
+		}
+		errs = append(errs, ierrs...)
+	}
 	if len(errs) > 0 {
 		return ctrladmission.Denied(Message(what, errs))
 	}
@@ -64,21 +78,31 @@ func (v Validator) Handle(_ context.Context, req ctrladmission.Request) ctrladmi
 }
 
 // sameSpec reports whether old and new have equal VMI specs (at
-// SpecPath(kind)), compared as decoded JSON.
+// SpecPath(kind)) and, for a VirtualMachine, equal instancetype and
+// preference matchers, compared as decoded JSON.
 func sameSpec(kind string, old, new []byte) (bool, error) {
 	path := SpecPath(kind)
 	if path == "" {
 		return false, fmt.Errorf("kind %q: want %s or %s", kind, VirtualMachineKind, VirtualMachineInstanceKind)
 	}
-	a, err := specAt(old, path)
-	if err != nil {
-		return false, fmt.Errorf("decoding the old object: %w", err)
+	paths := []string{path}
+	if kind == VirtualMachineKind {
+		paths = append(paths, instancetypePaths...)
 	}
-	b, err := specAt(new, path)
-	if err != nil {
-		return false, fmt.Errorf("decoding the %s: %w", kind, err)
+	for _, p := range paths {
+		a, err := specAt(old, p)
+		if err != nil {
+			return false, fmt.Errorf("decoding the old object: %w", err)
+		}
+		b, err := specAt(new, p)
+		if err != nil {
+			return false, fmt.Errorf("decoding the %s: %w", kind, err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			return false, nil
+		}
 	}
-	return reflect.DeepEqual(a, b), nil
+	return true, nil
 }
 
 // specAt gives the value at the dotted path of the JSON object raw (nil

@@ -19,6 +19,20 @@
 // stays Pending with condition PodScheduled=False, reason Unschedulable
 // and a kube-scheduler-style message.
 //
+// Volumes (volumes.go, claims.go): KubeVirt leaves them to kube-scheduler's
+// VolumeBinding plugin and its VMI controller; here the scheduler does
+// both. A VMI whose persistentVolumeClaim or dataVolume volumes name a PVC
+// that does not exist, or one a DataVolume has not populated yet, waits
+// (WaitForVolumes: KubeVirt's Synchronized=False FailedPvcNotFound,
+// DataVolumesReady=False). A claim bound to a PersistentVolume restricts
+// the VMI to the nodes its node affinity allows (the hostpath CSI
+// driver's volumes live on one node; the kubelet labels each node with
+// the driver's topology key); an unbound claim of immediate binding makes
+// the VMI unschedulable; an unbound WaitForFirstConsumer claim gets the
+// chosen node as volume.kubernetes.io/selected-node, as kube-scheduler
+// sets it, and the VMI is bound once its provisioner bound the claim
+// there (ScheduleWithClaims, Claims).
+//
 // Reconciler binds: it sets the label NodeNameLabel (kubevirt.io/nodeName)
 // to the node before status.nodeName, as KubeVirt's virt-controller sets
 // it (pkg/virt-controller/watch/vmi), since the node agent

@@ -113,8 +113,22 @@ func RequestsWith(vmi *kubevirtv1.VirtualMachineInstance, extra corev1.ResourceL
 // after placement wins (kube-scheduler's LeastAllocated), then the
 // smallest name.
 func Schedule(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList, nodes []corev1.Node, placed []Placed) Decision {
+	return ScheduleWithClaims(vmi, requests, nodes, placed, nil)
+}
+
+// ScheduleWithClaims is Schedule for a VMI whose volumes use claims
+// (Claims): unbound immediate claims make it unschedulable on every node,
+// and a node that passes the other checks is rejected when a claim's
+// volume cannot be used there (Claims.reject: the PersistentVolume's node
+// affinity, the selected node or the StorageClass's allowedTopologies of
+// a WaitForFirstConsumer claim), as kube-scheduler's VolumeBinding plugin
+// does after the resource fit.
+func ScheduleWithClaims(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceList, nodes []corev1.Node, placed []Placed, claims Claims) Decision {
 	if len(nodes) == 0 {
 		return Decision{Message: fmt.Sprintf("0/0 nodes are available: no node runs the converge VM agent (label %s=true).", v1alpha1.AgentLabel)}
+	}
+	if names := claims.unboundImmediate(); len(names) > 0 {
+		return Decision{Message: unboundImmediateMessage(len(nodes), names)}
 	}
 	used := map[string]corev1.ResourceList{}
 	for _, p := range placed {
@@ -138,6 +152,9 @@ func Schedule(vmi *kubevirtv1.VirtualMachineInstance, requests corev1.ResourceLi
 	for i := range nodes {
 		n := &nodes[i]
 		why := reject(vmi, requests, n, used[n.Name], affinity)
+		if r := claims.reject(n); len(why) == 0 && r != "" {
+			why = []string{r}
+		}
 		if len(why) > 0 {
 			for _, r := range why {
 				reasons[r]++

@@ -24,7 +24,10 @@ import (
 // nadGVK is the Multus NetworkAttachmentDefinition kind.
 var nadGVK = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
 
-// Reconciler binds pending VMIs to nodes (Schedule): it sets the
+// Reconciler binds pending VMIs to nodes (ScheduleWithClaims): a VMI
+// whose claims are missing or not populated waits first (WaitForVolumes),
+// and one placed on a node whose WaitForFirstConsumer claims are unbound
+// waits for them to be provisioned there (provision). Binding sets the
 // label NodeNameLabel to the node, then writes status.nodeName, phase
 // Scheduled and condition PodScheduled=True (as KubeVirt's virt-controller
 // sets the label with status.nodeName); or it leaves the VMI Pending with
@@ -67,9 +70,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if _, ok := r.assumed[vmi.UID]; ok {
 		return ctrl.Result{}, nil // bound; the cache lags
 	}
+	claims, err := r.readClaims(ctx, vmi)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w := WaitForVolumes(vmi.Namespace, claims); w != nil {
+		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.waitForVolumes(ctx, vmi, w)
+	}
 	extra, err := r.bridgeRequests(ctx, vmi)
 	if err != nil {
-		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, err.Error())
+		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, err.Error(), claims)
 	}
 	ratios := r.Options.ratios()
 	requests := RequestsWith(vmi, extra, ratios)
@@ -81,9 +91,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := Schedule(vmi, requests, nodes.Items, placed)
+	d := ScheduleWithClaims(vmi, requests, nodes.Items, placed, claims)
 	if d.Node == "" {
-		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, d.Message)
+		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.unschedulable(ctx, vmi, d.Message, claims)
+	}
+	if len(claims.Unbound()) > 0 {
+		return ctrl.Result{RequeueAfter: r.Options.UnschedulableRetry}, r.provision(ctx, vmi, d.Node, claims)
 	}
 	// the label first: the agent watches its node's label, so it sees the
 	// VMI before status.nodeName makes it its own
@@ -93,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	patch := client.MergeFrom(vmi.DeepCopy())
 	vmi.Status.NodeName = d.Node
 	setPhase(vmi, kubevirtv1.Scheduled)
+	setVolumeConditions(vmi, claims)
 	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{
 		Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionTrue})
 	if err := r.Client.Status().Patch(ctx, vmi, patch); err != nil {
@@ -214,13 +228,14 @@ func (r *Reconciler) bridgeRequests(ctx context.Context, vmi *kubevirtv1.Virtual
 }
 
 // unschedulable leaves vmi Pending with PodScheduled=False/Unschedulable
-// and message.
-func (r *Reconciler) unschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, message string) error {
+// and message, and the conditions of its claims (setVolumeConditions).
+func (r *Reconciler) unschedulable(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, message string, claims Claims) error {
 	if err := setNodeLabel(ctx, r.Client, vmi, ""); err != nil && !apierrors.IsNotFound(err) {
 		return err // a label left by a failed binding
 	}
 	patch := client.MergeFrom(vmi.DeepCopy())
 	setPhase(vmi, kubevirtv1.Pending)
+	setVolumeConditions(vmi, claims)
 	setVMICondition(vmi, kubevirtv1.VirtualMachineInstanceCondition{
 		Type:   kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled),
 		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: message})

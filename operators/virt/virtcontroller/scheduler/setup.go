@@ -6,7 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,13 +53,15 @@ func DefaultOptions() Options {
 	return Options{UnschedulableRetry: 30 * time.Second}
 }
 
-// SetupWithManager takes a manager whose scheme knows kubevirt.io/v1 and
-// the client-go types and registers the ControllerName controller with it
+// SetupWithManager takes a manager whose scheme knows kubevirt.io/v1,
+// cdi.kubevirt.io/v1beta1 and the client-go types and registers the
+// ControllerName controller with it
 // (also after the manager started: it starts at once): a Reconciler on the
 // manager's client (NetworkAttachmentDefinitions through its API reader)
 // for each VMI that is Pending or whose NodeNameLabel is stale, and for
-// every pending VMI again when a Node changes or a VMI ends or is deleted
-// (capacity freed). It decides one VMI at a time. The error names the
+// every pending VMI again when a Node changes, a VMI ends or is deleted
+// (capacity freed), or a PVC, PersistentVolume, StorageClass or
+// DataVolume changes (volumes appearing, populated or bound). It decides one VMI at a time. The error names the
 // controller that could not be built.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: opts}
@@ -72,6 +76,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}))).
 		// Capacity changes: nodes, and VMIs that ended or left.
 		Watches(&corev1.Node{}, pending).
+		// Volumes: claims appearing, populated or bound.
+		Watches(&corev1.PersistentVolumeClaim{}, pending).
+		Watches(&corev1.PersistentVolume{}, pending).
+		Watches(&storagev1.StorageClass{}, pending).
+		Watches(&cdiv1.DataVolume{}, pending).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, pending, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return true },

@@ -12,8 +12,10 @@ import (
 // of precedence: Terminating (VM being deleted), Stopping (VMI being
 // deleted, or still there while the VM is Halted), ErrorUnschedulable (VMI
 // Pending with PodScheduled=False/Unschedulable), Paused, Running,
-// Starting (VMI not yet running), Stopped (no VMI, or it ended). Not
-// reported yet: CrashLoopBackOff, Provisioning, Migrating, WaitingForVolumeBinding.
+// Starting (VMI not yet running), Stopped (no VMI, or it ended). The
+// statuses of the VM's volumes (ErrorPvcNotFound, DataVolumeError,
+// Provisioning, WaitingForVolumeBinding) are PrintableStatusWithVolumes'.
+// Not reported yet: CrashLoopBackOff, Migrating.
 func PrintableStatus(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachinePrintableStatus {
 	switch {
 	case vm.DeletionTimestamp != nil:

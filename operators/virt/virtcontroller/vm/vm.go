@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -28,6 +29,9 @@ import (
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API.
 	Client client.Client
+	// APIReader reads uncached (nil: Client): the VM's recheck before a
+	// DataVolume is adopted.
+	APIReader client.Reader
 }
 
 // Reconcile brings the VM req names one step toward its run strategy.
@@ -69,11 +73,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	if err := r.syncInstancetype(ctx, vm); err != nil {
+		return ctrl.Result{}, errors.Join(err, r.writeStatus(ctx, vm, vmi, err))
+	}
+
 	act, requests := StateChange(vm.Status.StateChangeRequests, vmi)
 	if act == Keep && len(requests) == 0 {
 		act = Decide(vmstate.RunStrategy(vm), vmi, vm.Status.Created)
 	}
-	var actErr error
+	wait, actErr := r.waitForDataVolumes(ctx, vm, act)
+	if wait { // requests stay queued until the action can be taken
+		act, requests = Keep, vm.Status.StateChangeRequests
+	}
 	switch act {
 	case Create:
 		vmi, actErr = r.create(ctx, vm)
@@ -109,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // VMI still being deleted, or a stale cache) is not an error.
 func (r *Reconciler) create(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := NewVMI(vm)
+	if err := r.expandInstancetype(ctx, vm, vmi); err != nil {
+		return nil, err
+	}
 	if err := r.Client.Create(ctx, vmi); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, nil
@@ -145,7 +159,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	st := &vm.Status
 	st.Created = vmi != nil && vmi.DeletionTimestamp == nil
 	st.Ready = vmi != nil && vmi.Status.Phase == kubevirtv1.Running && vmiCondition(vmi, kubevirtv1.VirtualMachineInstanceReady) == corev1.ConditionTrue
-	st.PrintableStatus = PrintableStatus(vm, vmi)
+	st.PrintableStatus = r.printableStatus(ctx, vm, vmi)
 	rs := vmstate.RunStrategy(vm)
 	st.RunStrategy = rs
 	st.ObservedGeneration = vm.Generation
@@ -170,9 +184,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, vm *kubevirtv1.VirtualMach
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineConditionType(corev1.PodScheduled))
 	}
+	syncVolumeConditions(st, vmi)
 	if actErr != nil {
 		setCondition(st, kubevirtv1.VirtualMachineCondition{Type: kubevirtv1.VirtualMachineFailure,
-			Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: actErr.Error()})
+			Status: corev1.ConditionTrue, Reason: failureReason(actErr), Message: actErr.Error()})
 	} else {
 		removeCondition(st, kubevirtv1.VirtualMachineFailure)
 	}

@@ -3,7 +3,9 @@
 // nodehealth packages): a real API server with the engine's VM CRDs
 // installed and a manager running the controllers a test sets up (New),
 // the cluster's side of a test (agent nodes: Node, AddNode; VMs and VMIs:
-// CreateVM, VMISpec) and the node agent's (SetPhase). For tests only.
+// CreateVM, VMISpec; claims and their volumes: PVC, PV, Bind,
+// CreateBound), the node agent's (SetPhase) and the storage roles'
+// (DataVolumeDone, SetDataVolumeStatus). For tests only.
 package virttest
 
 import (
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,14 +41,15 @@ type Env struct {
 }
 
 // New starts a kube-apiserver and etcd for t (skipping t when bin/ lacks
-// them), installs the engine's VirtualMachine and VirtualMachineInstance
-// CRDs, runs a manager whose scheme knows kubevirt.io/v1 with setups
+// them), installs the engine's VirtualMachine, VirtualMachineInstance and
+// DataVolume CRDs, runs a manager whose scheme knows kubevirt.io/v1 and
+// cdi.kubevirt.io/v1beta1 with setups
 // registering the controllers under test, and creates Namespace.
 func New(t *testing.T, setups ...func(ctrl.Manager) error) *Env {
 	t.Helper()
-	cp, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
+	cp, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme, cdiv1.AddToScheme)
 	ctx := context.Background()
-	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
+	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "datavolumes")
 	controlplane.RunManagerForTest(t, cp, scheme, setups...)
 	e := &Env{C: c, NS: Namespace}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.NS}}); err != nil {
