@@ -58,6 +58,10 @@ import (
 // KubeVirt admin makes it (bridge-marker advertises it to the scheduler),
 // and deleted at the end.
 //
+// The HyperConverged first gets the annotations that tell converge where
+// the local cluster's runtime keeps its CNI directories (its work
+// directory, not /etc/cni/net.d), and loses them at the end.
+//
 // It needs the work of issue 15 on workloads from Git, the node's disks
 // (containerDisk, cloud-init, dataVolume volumes), the pod network with
 // DHCP and dataVolumeTemplates; until all of it is there a step fails and
@@ -106,12 +110,25 @@ func TestVMChain(t *testing.T) {
 		deleteLink(t, chainBridge)
 		waitSyncReady(t, ctx, e)
 	}()
+	// The local cluster's runtime keeps its CNI configuration, plugins and
+	// host-local leases under its own directories: the HyperConverged
+	// says where (README, "the pod network"), so the VM agent attaches
+	// VMIs to the same pod network; removed at the end.
+	hc := podNetworkHC(t, repo, e)
+	hcSHA := commit(t, ctx, e, repo, "vm chain: the nodes' pod network directories", map[string]string{hcFile: hc.with})
+	defer func() {
+		sha := commit(t, ctx, e, repo, "vm chain: no pod network directories", map[string]string{hcFile: hc.without})
+		st := &step{t: t, prefix: "cleanup "}
+		st.do("the Sync applies the HyperConverged without the pod network directories", 5*time.Minute, syncApplied(ctx, e, sha))
+	}()
+	st := &step{t: t}
+	st.do("the Sync applies the HyperConverged with the pod network directories (the VM agent rolled)", 5*time.Minute, syncApplied(ctx, e, hcSHA))
+
 	// The bridge is the node's, made by its admin as for KubeVirt's bridge
 	// binding (nmstate or by hand): bridge-marker advertises it as a node
 	// resource, which VMIs on the NAD request.
 	addBridge(t, chainBridge)
 	netSHA := commit(t, ctx, e, repo, "vm chain: namespace and bridge network", map[string]string{chainNetFile: chainNetworkYAML()})
-	st := &step{t: t}
 	st.do("bridge-marker advertises the node's bridge "+chainBridge, 2*time.Minute, func() (bool, string) {
 		n := &corev1.Node{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Name: e.Cluster.NodeName}, n); err != nil {

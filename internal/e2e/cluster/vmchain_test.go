@@ -29,6 +29,7 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
+	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
@@ -80,6 +81,44 @@ metadata:
 spec:
   config: '{"cniVersion": "0.3.1", "name": "%[2]s", "type": "bridge", "bridge": "%[3]s", "ipam": {"type": "host-local", "subnet": "%[4]s"}}'
 `, chainNS, chainNAD, chainBridge, chainSubnet)
+}
+
+// The HyperConverged annotations that say where the nodes' runtime keeps
+// its CNI configuration, plugins and host-local leases (schema
+// #PodNetworkAnnotations; README, "the pod network").
+const (
+	podNetworkConfDirAnnotation  = "converge.dev/pod-network-conf-dir"
+	podNetworkBinDirAnnotation   = "converge.dev/pod-network-bin-dir"
+	podNetworkLeaseDirAnnotation = "converge.dev/pod-network-lease-dir"
+)
+
+// hcVersions are the example's HyperConverged file with and without the
+// pod network annotations.
+type hcVersions struct{ with, without string }
+
+// podNetworkHC gives the repository's HyperConverged with the
+// annotations naming the local cluster's CNI directories
+// (internal/testing/cluster: <work dir>/cni/net.d, bin/cni,
+// <work dir>/cni/ipam), and as it is.
+func podNetworkHC(t *testing.T, repo *gitserver.Repo, e *cluster.Env) hcVersions {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo.Dir, hcFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := controlplane.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const anchor = "  namespace: " + hcNamespace + "\n"
+	if !strings.Contains(string(b), anchor) {
+		t.Fatalf("%s: no %q to add annotations after", hcFile, anchor)
+	}
+	ann := fmt.Sprintf("  annotations:\n    %s: %s\n    %s: %s\n    %s: %s\n",
+		podNetworkConfDirAnnotation, filepath.Join(e.Cluster.Dir, "cni", "net.d"),
+		podNetworkBinDirAnnotation, filepath.Join(bin, "cni"),
+		podNetworkLeaseDirAnnotation, filepath.Join(e.Cluster.Dir, "cni", "ipam"))
+	return hcVersions{with: strings.Replace(string(b), anchor, anchor+ann, 1), without: string(b)}
 }
 
 // chainCase is one VM of the chain: how its root disk comes to the node.
