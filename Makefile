@@ -9,7 +9,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
 
-.PHONY: all build images test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+.PHONY: all build images guest test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -27,6 +27,15 @@ build:
 ## bin/images/apt; an archive whose inputs did not change is kept)
 images: cni
 	$(GO) run ./hack/images -version "$(VERSION)"
+
+## guest: the end-to-end test guest (hack/guest) in bin/guest, from
+## Debian packages (apt-get download; qemu-img from qemu-utils): vmlinuz
+## and initrd.gz for kernelBoot, disk.img (raw, SeaBIOS boots it: SYSLINUX
+## on FAT, converge.dhcp=1 converge.cloudinit=1) and disk.qcow2 (the
+## sources of the DataVolume and containerDisk tests); nothing when its
+## stamp is current. The tests build it too (vmtest.BuildGuest).
+guest:
+	cd hack/guest && $(GO) run . -out $(BIN)/guest
 
 ## controlplane: kube-apiserver, etcd and kube-controller-manager (the PV
 ## binder for the provisioner tests), and cluster-bins, built from Go
@@ -111,7 +120,10 @@ test: controlplane $(BIN)/cue cni
 ## etcd+kube-apiserver alone (root); `converge install` to converge-controller
 ## Ready, and `converge install --sync-url` to the Sync Ready through the
 ## native operators, on that cluster next to applying the controller's
-## bundle in-process (root)
+## bundle in-process (root); on that cluster too, a DataVolume-backed VM
+## created → the guest's marker on its console, next to the same VM
+## booting a DataVolume imported before (root; skips while converge vet
+## refuses its VM)
 bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
@@ -123,6 +135,7 @@ bench: controlplane cni
 	$(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
+	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/
 
 clean:
 	rm -rf $(BIN)

@@ -34,14 +34,16 @@ func RepoRoot(t testing.TB) string {
 }
 
 // BuildGuest runs hack/guest, which builds the guest kernel and initramfs
-// from Debian packages into <repo>/bin/guest (cached: under a second when
-// the packages did not change), and gives that directory, holding vmlinuz
-// and initrd.gz. It needs apt-get, dpkg-deb and apt lists (apt-get update).
+// and a disk booting them from Debian packages into <repo>/bin/guest
+// (cached: under a second when the packages did not change), and gives
+// that directory, holding vmlinuz and initrd.gz (kernelBoot), disk.img and
+// disk.qcow2 (internal/testing/guestimage). It needs apt-get, dpkg-deb,
+// apt lists (apt-get update) and qemu-img.
 func BuildGuest(t testing.TB) string {
 	t.Helper()
-	for _, bin := range []string{"apt-get", "apt-cache", "dpkg-deb"} {
+	for _, bin := range []string{"apt-get", "apt-cache", "dpkg-deb", "qemu-img"} {
 		_, err := exec.LookPath(bin)
-		Require(t, err == nil, "%s not found: the guest is built from Debian packages", bin)
+		Require(t, err == nil, "%s not found: the guest is built from Debian packages (qemu-img: qemu-utils)", bin)
 	}
 	root := RepoRoot(t)
 	out := filepath.Join(root, "bin", "guest")

@@ -1,0 +1,46 @@
+// Package guestimage serves the end-to-end test guest of hack/guest
+// (bin/guest, built by vmtest.BuildGuest) the ways a KubeVirt VM gets its
+// disk, for the tests that boot it from one:
+//
+//   - FileServer serves disk.img and disk.qcow2 over HTTP, the source of
+//     a DataVolume's spec.source.http import (CDI's importer, converge's
+//     cdi-importer node agent);
+//   - ContainerDisk wraps disk.qcow2 into an OCI image laid out as
+//     KubeVirt's containerDisks (one layer, /disk/<file>, mode 0440,
+//     owned by 107:107, the qemu user of KubeVirt's virt-launcher), and
+//     Registry serves it from an OCI registry in the test process
+//     (go-containerregistry's pkg/registry);
+//   - NoCloudISO makes the cloud-init NoCloud disk KubeVirt makes of a
+//     cloudInitNoCloud volume (ISO 9660 with Rock Ridge, volume label
+//     cidata, /user-data and /meta-data; go-diskfs), for a test that
+//     attaches it as a plain disk.
+//
+// The servers listen on an address the caller gives: 127.0.0.1 for a
+// process on the host or a hostNetwork pod, the cluster's node address
+// (internal/testing/cluster.NodeIP) for pods on the pod network.
+//
+// Nothing shipped links this package: it is test support.
+package guestimage
+
+// The guest's files under bin/guest (hack/guest).
+const (
+	// DiskImage is the raw bootable disk (a FAT file system with SYSLINUX).
+	DiskImage = "disk.img"
+	// DiskQCOW2 is the same disk as compressed qcow2.
+	DiskQCOW2 = "disk.qcow2"
+)
+
+// Markers are the lines the guest prints on its serial console
+// (hack/guest/init.sh): each is followed by a space and its fields.
+const (
+	// MarkerOK is printed every 2 s: "<hostname> <kernel release> tick=<n>".
+	MarkerOK = "CONVERGE-GUEST-OK"
+	// MarkerUserData precedes each line of the cloud-init user data.
+	MarkerUserData = "CONVERGE-GUEST-USERDATA"
+	// MarkerCloudInit says which cloud-init disk the guest read:
+	// "nocloud <device>", "configdrive <device>" or "none".
+	MarkerCloudInit = "CONVERGE-GUEST-CLOUDINIT"
+	// MarkerDHCP is printed once per DHCP lease: "<hostname>
+	// ip=ADDR/PREFIX router=GW".
+	MarkerDHCP = "CONVERGE-GUEST-DHCP"
+)
