@@ -437,12 +437,15 @@ func qemuOf(domain string) []string {
 	return pids
 }
 
-// logFrom gives the file's content from byte offset on ("" when it is
-// missing or shorter).
+// logFrom gives the file's content from byte offset on: all of it when
+// it is shorter (written anew since), "" when it is missing.
 func logFrom(path string, offset int64) string {
 	b, err := os.ReadFile(path)
-	if err != nil || int64(len(b)) < offset {
+	if err != nil {
 		return ""
+	}
+	if int64(len(b)) < offset {
+		return string(b)
 	}
 	return string(b[offset:])
 }
