@@ -148,9 +148,31 @@ func BenchmarkVMFromDataVolume(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchVMNS}}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchVMNS}}
+	if err := c.Create(ctx, ns); err != nil {
 		b.Fatal(err)
 	}
+	// before the cluster stops: the namespace's volumes go, so the pool on
+	// the host keeps none of them
+	b.Cleanup(func() {
+		if err := c.Delete(ctx, ns); err != nil {
+			b.Errorf("deleting namespace %s: %v", benchVMNS, err)
+			return
+		}
+		benchPoll(b, 3*time.Minute, "namespace "+benchVMNS+" and its volumes gone", func() (bool, string) {
+			var pvs corev1.PersistentVolumeList
+			if err := c.List(ctx, &pvs); err != nil {
+				return false, err.Error()
+			}
+			for _, pv := range pvs.Items {
+				if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == benchVMNS {
+					return false, "PV " + pv.Name
+				}
+			}
+			err := c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
 	floorDV := &cdiv1.DataVolume{}
 	if err := yaml.UnmarshalStrict(fmt.Appendf(nil, `apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
