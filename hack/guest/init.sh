@@ -24,7 +24,7 @@
 #                            <nocloud|configdrive> <device>", then each line of
 #                            the user data as "CONVERGE-GUEST-USERDATA <line>",
 #                            the hostname from the meta-data's local-hostname
-#                            (NoCloud) or hostname (ConfigDrive);
+#                            (NoCloud) or hostname (ConfigDrive), YAML or JSON;
 #                            "CONVERGE-GUEST-CLOUDINIT none" when no such disk
 #                            shows within 3 s
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin /mnt
@@ -63,6 +63,13 @@ userdata() {
 	done <"$1"
 }
 
+# metavalue gives the value of key $2 in the meta-data file $1, written as
+# YAML lines ("key: value") or as JSON ({"key": "value", ...}: KubeVirt
+# writes its NoCloud meta-data and ConfigDrive meta_data.json so).
+metavalue() {
+	tr ',{}' '\n\n\n' <"$1" | sed -n -E 's/^[[:space:]]*"?'"$2"'"?[[:space:]]*:[[:space:]]*"?([^",[:space:]]*)"?.*/\1/p' | head -n 1
+}
+
 # isolabel gives the volume identifier of the ISO 9660 file system on
 # $1 in lower case, or nothing when $1 holds none: the primary volume
 # descriptor is sector 16 (2048-byte sectors), "CD001" at its byte 1, the
@@ -93,11 +100,11 @@ cloudinit() {
 			if [ "$kind" = nocloud ]; then
 				ud=/mnt/user-data
 				md=/mnt/meta-data
-				[ -f "$md" ] && host=$(sed -n 's/^local-hostname:[ 	]*\([^ 	]*\).*/\1/p' "$md" | tr -d '"'"'")
+				[ -f "$md" ] && host=$(metavalue "$md" local-hostname)
 			else
 				ud=/mnt/openstack/latest/user_data
 				md=/mnt/openstack/latest/meta_data.json
-				[ -f "$md" ] && host=$(tr ',{}' '\n\n\n' <"$md" | sed -n 's/^[ 	]*"hostname"[ 	]*:[ 	]*"\([^"]*\)".*/\1/p')
+				[ -f "$md" ] && host=$(metavalue "$md" hostname)
 			fi
 			# as cloud-init, the names as Rock Ridge or Joliet give them
 			if [ -f "$ud" ]; then

@@ -78,16 +78,17 @@ spec:
 // an imported or containerDisk image: as a disk, with no kernelBoot, so
 // the firmware (SeaBIOS) runs the SYSLINUX on it, which boots the kernel
 // with converge.dhcp=1 converge.cloudinit=1. Through the real
-// `converge-node vm` on a libvirtd of the test (TCG), two VMIs run:
-//   - one with a NoCloud ISO (go-diskfs, as KubeVirt's cloudInitNoCloud
+// `converge-node vm` on a libvirtd of the test (TCG), three VMIs run:
+//   - two with a NoCloud ISO (go-diskfs, as KubeVirt's cloudInitNoCloud
 //     makes it) as a second, read-only virtio disk: the guest finds it by
 //     its label, prints each line of the user data
-//     (CONVERGE-GUEST-USERDATA, the test's marker among them) and takes
-//     its hostname from the meta-data's local-hostname;
+//     (CONVERGE-GUEST-USERDATA, the test's marker among them; the last
+//     line without a newline too) and takes its hostname from the
+//     meta-data's local-hostname, JSON as KubeVirt writes it or YAML;
 //   - one without: the guest says CONVERGE-GUEST-CLOUDINIT none and keeps
 //     its default hostname.
 //
-// Both domains boot without a <kernel> element (the disk, not libvirt,
+// Every domain boots without a <kernel> element (the disk, not libvirt,
 // holds the kernel); deleting the VMIs removes them. Boot latencies are
 // logged, not asserted.
 func TestGuestBootsFromDisk(t *testing.T) {
@@ -97,11 +98,19 @@ func TestGuestBootsFromDisk(t *testing.T) {
 	marker := "DISK-BOOT-MARKER-" + fmt.Sprint(time.Now().UnixNano())
 	guests := []diskGuest{
 		{
+			// meta-data as KubeVirt writes it (pkg/cloud-init: JSON)
 			name:     "disk-nocloud",
 			userData: "#cloud-config\nruncmd:\n  - echo " + marker + "\n",
-			metaData: "instance-id: disk-nocloud\nlocal-hostname: from-meta-data\n",
+			metaData: `{"instance-id":"disk-nocloud.converge-e2e","local-hostname":"from-meta-data"}`,
 			wants: []string{guestimage.MarkerCloudInit + " nocloud /dev/vdb", guestimage.MarkerUserData + " #cloud-config",
 				guestimage.MarkerUserData + "   - echo " + marker, guestimage.MarkerOK + " from-meta-data "},
+		},
+		{
+			// meta-data as cloud-init's docs write it (YAML)
+			name:     "disk-nocloud-yaml",
+			userData: "#!/bin/sh\necho " + marker,
+			metaData: "instance-id: disk-nocloud-yaml\nlocal-hostname: from-yaml\n",
+			wants:    []string{guestimage.MarkerUserData + " echo " + marker, guestimage.MarkerOK + " from-yaml "},
 		},
 		{
 			name:  "disk-plain",

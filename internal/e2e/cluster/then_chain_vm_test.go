@@ -186,6 +186,9 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 			t.Logf("after a failure:\n%s", chainState(ctx, e, vc, c))
 		}
 	}()
+	// the agent's serial logs outlive VMIs (and test runs): only what is
+	// written from now on counts
+	logStart := fileSize(c.serialLog())
 	sha := commit(t, ctx, e, repo, "vm chain: "+c.vm, map[string]string{c.file(): c.vmYAML(chainMemory, marker)})
 	st.do("the Sync takes the commit of the VM", 2*time.Minute, syncTook(st, ctx, e, sha))
 
@@ -269,13 +272,13 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 	}
 
 	st.do("the guest prints its cloud-init user data and its name from the meta-data on the serial console", 5*time.Minute, func() (bool, string) {
-		log := logFrom(c.serialLog(), 0)
+		log := logFrom(c.serialLog(), logStart)
 		ok := strings.Contains(log, markerLine(marker)) && strings.Contains(log, guestimage.MarkerCloudInit+" nocloud ") &&
 			strings.Contains(log, guestimage.MarkerOK+" "+c.vm+" ")
 		return ok, c.serialLog() + ": " + tail(log, 1500)
 	})
 	st.do("the guest gets its addresses by DHCP: KubeVirt's masquerade address on the pod network, one of the NAD's range on the bridge", 2*time.Minute, func() (bool, string) {
-		leases := dhcpLeases(logFrom(c.serialLog(), 0), c.vm)
+		leases := dhcpLeases(logFrom(c.serialLog(), logStart), c.vm)
 		pod := leases[podGuestCIDR] == podGateway
 		bridge := false
 		for ip := range leases {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -368,7 +369,30 @@ func agentLibvirtURI(ctx context.Context, e *cluster.Env) (string, error) {
 	if _, err := os.Stat(sock); err != nil {
 		return "", fmt.Errorf("the agent's libvirt socket: %w", err)
 	}
-	return "qemu:///system?socket=" + sock, nil
+	// that path is longer than a unix socket address may be (108 bytes):
+	// connect through a symbolic link with a short path
+	agentSocketDir.once.Do(func() {
+		agentSocketDir.path, agentSocketDir.err = os.MkdirTemp("", "cvlv-")
+		if agentSocketDir.err == nil {
+			atEnd = append(atEnd, func() { _ = os.RemoveAll(agentSocketDir.path) })
+		}
+	})
+	if agentSocketDir.err != nil {
+		return "", agentSocketDir.err
+	}
+	link := filepath.Join(agentSocketDir.path, string(pods[0].UID)[:8])
+	if err := os.Symlink(sock, link); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("the agent's libvirt socket: %w", err)
+	}
+	return "qemu:///system?socket=" + link, nil
+}
+
+// agentSocketDir holds the short links to the agent pods' libvirt
+// sockets (agentLibvirtURI), removed when the tests end.
+var agentSocketDir struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // virsh runs virsh against uri.
@@ -413,12 +437,15 @@ func qemuOf(domain string) []string {
 	return pids
 }
 
-// logFrom gives the file's content from byte offset on ("" when it is
-// missing or shorter).
+// logFrom gives the file's content from byte offset on: all of it when
+// it is shorter (written anew since), "" when it is missing.
 func logFrom(path string, offset int64) string {
 	b, err := os.ReadFile(path)
-	if err != nil || int64(len(b)) < offset {
+	if err != nil {
 		return ""
+	}
+	if int64(len(b)) < offset {
+		return string(b)
 	}
 	return string(b[offset:])
 }
