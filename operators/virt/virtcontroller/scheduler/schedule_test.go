@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -176,5 +178,43 @@ func TestSchedulerAPI(t *testing.T) {
 	controlplane.Eventually(t, 30*time.Second, func() bool {
 		one, two := e.VMI(t, "one"), e.VMI(t, "two")
 		return one.Status.NodeName != "" && two.Status.NodeName != "" && one.Status.NodeName != two.Status.NodeName
+	})
+}
+
+// TestDeletedVMIFreesItsNode: a VMI bound and then deleted before any
+// other scheduling decision (a VMI that failed at once and whose VM
+// replaced it) no longer holds its requests: the next VMI that needs the
+// same room is bound. Found by the issue 15 chain on the real cluster,
+// where such VMIs piled up until every VMI was "Insufficient cpu".
+func TestDeletedVMIFreesItsNode(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.AddNode(t, virttest.Node("small", "2", "3Gi", nil))
+	first := virttest.VMISpec("2Gi", nil)
+	first.Name = "first"
+	if err := e.C.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { return e.VMI(t, "first").Status.NodeName == "small" })
+	if err := e.C.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		return apierrors.IsNotFound(e.C.Get(ctx, client.ObjectKeyFromObject(first), &kubevirtv1.VirtualMachineInstance{}))
+	})
+	second := virttest.VMISpec("2Gi", nil)
+	second.Name = "second"
+	if err := e.C.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	var last *kubevirtv1.VirtualMachineInstance
+	t.Cleanup(func() {
+		if t.Failed() && last != nil {
+			t.Logf("second: phase %s node %q conditions %v", last.Status.Phase, last.Status.NodeName, last.Status.Conditions)
+		}
+	})
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		last = e.VMI(t, "second")
+		return last.Status.NodeName == "small"
 	})
 }

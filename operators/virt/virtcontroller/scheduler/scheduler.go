@@ -167,9 +167,12 @@ func (r *Reconciler) placed(ctx context.Context) ([]Placed, error) {
 		// recounts).
 		out = append(out, Placed{Node: v.Status.NodeName, Requests: RequestsWith(v, extra, r.Options.ratios())})
 	}
-	for uid, a := range r.assumed {
-		if !seen[uid] { // created after the list or deleted: keep counting until the cache says
-			out = append(out, a)
+	// An assumed VMI was in the cache when it was bound (Reconcile read
+	// it there), and the cache only loses an object once it is deleted:
+	// one missing from the list is gone, and so is its placement.
+	for uid := range r.assumed {
+		if !seen[uid] {
+			delete(r.assumed, uid)
 		}
 	}
 	for uid := range r.bridges {
