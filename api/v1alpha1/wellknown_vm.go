@@ -46,4 +46,14 @@ const (
 	// needs one unit of it, so it is only placed on a node that has the
 	// bridge.
 	BridgeResourcePrefix = "bridge.network.kubevirt.io/"
+
+	// MasqueradeBridgeMAC is the MAC of the bridge of KubeVirt's
+	// masquerade binding inside a VMI's network namespace (KubeVirt's
+	// StaticMasqueradeBridgeMAC, pkg/network/link). Read by the VM agent's
+	// domain translation (nodeplane/vm/domain), which refuses it as a
+	// masquerade NIC's MAC as KubeVirt's admitter does, and by the MAC
+	// pool (operators/network/macpool), which never hands it out, so a
+	// range starting at 02:00:00:00:00:00 (HCO's documented example) does
+	// not give a VM the bridge's address.
+	MasqueradeBridgeMAC = "02:00:00:00:00:00"
 )

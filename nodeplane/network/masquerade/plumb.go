@@ -8,12 +8,22 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/vishvananda/netlink"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // BridgeMAC is the in-namespace bridge's MAC, KubeVirt's
 // StaticMasqueradeBridgeMAC (pkg/network/link/mac.go): the guest's
 // gateway keeps its MAC across restarts of the VMI.
-var BridgeMAC = net.HardwareAddr{0x02, 0, 0, 0, 0, 0}
+// The address is the contract's (v1alpha1.MasqueradeBridgeMAC), which
+// the MAC pool never hands out.
+var BridgeMAC = func() net.HardwareAddr {
+	m, err := net.ParseMAC(v1alpha1.MasqueradeBridgeMAC)
+	if err != nil {
+		panic("masquerade: v1alpha1.MasqueradeBridgeMAC: " + err.Error())
+	}
+	return m
+}()
 
 // BridgeName gives the in-namespace bridge of a pod interface:
 // "k6t-<podIf>", virt-launcher's name.

@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/nodeplane/network/dhcp"
 )
 
@@ -44,7 +45,7 @@ func PodInterfaceDefault(spec *kubevirtv1.VirtualMachineInstanceSpec) (ifaces []
 
 // ReservedMAC is the masquerade bridge's MAC (KubeVirt's
 // StaticMasqueradeBridgeMAC), which a masquerade NIC may not take.
-const ReservedMAC = "02:00:00:00:00:00"
+const ReservedMAC = v1alpha1.MasqueradeBridgeMAC
 
 func (b *builder) interfaces(devs *libvirtxml.DomainDeviceList) {
 	spec := &b.vmi.Spec

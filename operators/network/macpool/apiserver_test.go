@@ -227,7 +227,7 @@ func TestPoolThroughAPIServer(t *testing.T) {
 func TestSmallRangeReservationsAndExhaustion(t *testing.T) {
 	cl := startCluster(t)
 	ctx := context.Background()
-	r, err := macpool.ParseRange("02:00:00:00:00:00", "02:00:00:00:00:03")
+	r, err := macpool.ParseRange("02:00:00:00:00:01", "02:00:00:00:00:04")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSmallRangeReservationsAndExhaustion(t *testing.T) {
 	p2 := cl.startPool(t, o)
 	err = cl.c.Create(ctx, newVM("default", "d", nic("default", "")))
 	if err == nil || !strings.Contains(err.Error(), `VirtualMachine default/d: interface "default"`) ||
-		!strings.Contains(err.Error(), "the MAC pool 02:00:00:00:00:00–02:00:00:00:00:03 is exhausted: all 4 addresses are in use") {
+		!strings.Contains(err.Error(), "the MAC pool 02:00:00:00:00:01–02:00:00:00:00:04 is exhausted: all 4 addresses are in use") {
 		t.Fatalf("a 4th VM with the ghost's reservation restored: want the exhaustion message, got %v", err)
 	}
 	t.Logf("refused: %v", err)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/converge-dev/converge/api/v1alpha1"
 )
 
 // Pool is the in-memory allocation table: which MAC each stored
@@ -110,8 +112,9 @@ func (p *Pool) Used() uint64 {
 
 // Allocate takes an owner (namespace/name) and the time, and reserves the
 // next free address of the range after the last one handed out (next-fit,
-// wrapping around; as kubemacpool's getFreeMac). It fails with
-// *ExhaustedError when the range is full.
+// wrapping around; as kubemacpool's getFreeMac), never the masquerade
+// bridge's (v1alpha1.MasqueradeBridgeMAC). It fails with *ExhaustedError
+// when the range is full.
 func (p *Pool) Allocate(owner string, now time.Time) (MAC, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,15 +127,24 @@ func (p *Pool) Allocate(owner string, now time.Time) (MAC, error) {
 		if !p.r.Contains(m) {
 			m = p.r.Start
 		}
-		if _, taken := p.entries[m]; !taken {
+		if _, taken := p.entries[m]; !taken && m != masqueradeBridgeMAC {
 			p.reserve(m, owner, now)
 			p.next = m + 1
 			return m, nil
 		}
 		m++
 	}
-	return 0, &ExhaustedError{Range: p.r} // unreachable while used is exact
+	return 0, &ExhaustedError{Range: p.r} // every other address is taken: the bridge's was left
 }
+
+// masqueradeBridgeMAC is v1alpha1.MasqueradeBridgeMAC, which Allocate skips.
+var masqueradeBridgeMAC = func() MAC {
+	m, err := ParseMAC(v1alpha1.MasqueradeBridgeMAC)
+	if err != nil {
+		panic("macpool: v1alpha1.MasqueradeBridgeMAC: " + err.Error())
+	}
+	return m
+}()
 
 // Claim takes an address the user chose, an owner and the time, and
 // reserves it for owner. It gives whether a reservation was made or

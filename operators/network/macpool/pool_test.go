@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/operators/network/macpool"
 )
 
@@ -56,7 +57,7 @@ func TestRandomRange(t *testing.T) {
 }
 
 func TestPoolNextFitExhaustionAndRelease(t *testing.T) {
-	r, _ := macpool.ParseRange("02:00:00:00:00:00", "02:00:00:00:00:02")
+	r, _ := macpool.ParseRange("02:00:00:00:00:01", "02:00:00:00:00:03")
 	p := macpool.NewPool(r)
 	now := time.Unix(1000, 0)
 	var got []string
@@ -67,7 +68,7 @@ func TestPoolNextFitExhaustionAndRelease(t *testing.T) {
 		}
 		got = append(got, m.String())
 	}
-	if want := "02:00:00:00:00:00 02:00:00:00:00:01 02:00:00:00:00:02"; strings.Join(got, " ") != want {
+	if want := "02:00:00:00:00:01 02:00:00:00:00:02 02:00:00:00:00:03"; strings.Join(got, " ") != want {
 		t.Fatalf("allocated %v, want %s", got, want)
 	}
 	var ex *macpool.ExhaustedError
@@ -86,6 +87,31 @@ func TestPoolNextFitExhaustionAndRelease(t *testing.T) {
 	}
 	if p.Used() != 3 {
 		t.Errorf("Used = %d, want 3", p.Used())
+	}
+}
+
+// TestPoolSkipsMasqueradeBridgeMAC: a range starting at the masquerade
+// bridge's MAC (v1alpha1.MasqueradeBridgeMAC, HCO's documented
+// rangeStart) never hands it out, even when every other address is
+// taken; the VM agent would refuse it on a masquerade NIC.
+func TestPoolSkipsMasqueradeBridgeMAC(t *testing.T) {
+	r, _ := macpool.ParseRange(v1alpha1.MasqueradeBridgeMAC, "02:00:00:00:00:02")
+	p := macpool.NewPool(r)
+	now := time.Unix(1000, 0)
+	var got []string
+	for i := range 2 {
+		m, err := p.Allocate(fmt.Sprintf("ns/vm%d", i), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.String())
+	}
+	if want := "02:00:00:00:00:01 02:00:00:00:00:02"; strings.Join(got, " ") != want {
+		t.Fatalf("allocated %v, want %s", got, want)
+	}
+	var ex *macpool.ExhaustedError
+	if m, err := p.Allocate("ns/vm2", now); !errors.As(err, &ex) {
+		t.Fatalf("a 3rd allocation gave %s, %v; want ExhaustedError (only the bridge's MAC is left)", m, err)
 	}
 }
 
