@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,13 +67,6 @@ import (
 // DHCP and dataVolumeTemplates; until all of it is there a step fails and
 // says which.
 func TestVMChain(t *testing.T) {
-	// Known to fail on the real cluster (issue 15 open): steps up to the
-	// DataVolume import pass, then the VMI stays Pending with
-	// "0/1 nodes are available: 1 Insufficient cpu." (the VMI scheduler's
-	// view of the Node's cpu; not diagnosed yet). CONVERGE_VM_CHAIN=1 runs it.
-	if os.Getenv("CONVERGE_VM_CHAIN") != "1" {
-		t.Skip("issue 15: the chain stops at VMI scheduling (Insufficient cpu) on the real cluster; CONVERGE_VM_CHAIN=1 runs it")
-	}
 	e, repo, _, _ := syncExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -287,7 +279,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 		return pod && bridge, fmt.Sprintf("leases (ip → router) %v, want %s → %s and one in %s", leases, podGuestCIDR, podGateway, chainSubnet)
 	})
 	st.do("converge vm console reads the guest's marker", 2*time.Minute, func() (bool, string) {
-		_, err := readConsole(ctx, e, c.vm, token, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
+		_, err := e.ReadConsole(ctx, chainNS, c.vm, token, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
 		return err == nil, fmt.Sprint(err)
 	})
 	st.do("the Sync is Ready at the commit (the VM healthy)", 3*time.Minute, syncApplied(ctx, e, sha))

@@ -30,10 +30,8 @@ import (
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
-	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
-	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/nodeplane/network/netattach"
 )
 
@@ -84,15 +82,6 @@ spec:
 `, chainNS, chainNAD, chainBridge, chainSubnet)
 }
 
-// The HyperConverged annotations that say where the nodes' runtime keeps
-// its CNI configuration, plugins and host-local leases (schema
-// #PodNetworkAnnotations; README, "the pod network").
-const (
-	podNetworkConfDirAnnotation  = "converge.dev/pod-network-conf-dir"
-	podNetworkBinDirAnnotation   = "converge.dev/pod-network-bin-dir"
-	podNetworkLeaseDirAnnotation = "converge.dev/pod-network-lease-dir"
-)
-
 // hcVersions are the example's HyperConverged file with and without the
 // pod network annotations.
 type hcVersions struct{ with, without string }
@@ -107,19 +96,11 @@ func podNetworkHC(t *testing.T, repo *gitserver.Repo, e *cluster.Env) hcVersions
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := controlplane.BinDir()
+	with, err := e.WithPodNetwork(string(b), hcNamespace)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", hcFile, err)
 	}
-	const anchor = "  namespace: " + hcNamespace + "\n"
-	if !strings.Contains(string(b), anchor) {
-		t.Fatalf("%s: no %q to add annotations after", hcFile, anchor)
-	}
-	ann := fmt.Sprintf("  annotations:\n    %s: %s\n    %s: %s\n    %s: %s\n",
-		podNetworkConfDirAnnotation, filepath.Join(e.Cluster.Dir, "cni", "net.d"),
-		podNetworkBinDirAnnotation, filepath.Join(bin, "cni"),
-		podNetworkLeaseDirAnnotation, filepath.Join(e.Cluster.Dir, "cni", "ipam"))
-	return hcVersions{with: strings.Replace(string(b), anchor, anchor+ann, 1), without: string(b)}
+	return hcVersions{with: with, without: string(b)}
 }
 
 // chainCase is one VM of the chain: how its root disk comes to the node.
@@ -535,56 +516,6 @@ func consoleToken(t *testing.T, ctx context.Context, e *cluster.Env) (token stri
 	return tr.Status.Token, remove
 }
 
-// readConsole runs `converge vm console NAME -n chainNS --token token`
-// (the built CLI, the cluster's admin kubeconfig) until its output holds
-// want, then ends it by closing its stdin (the end of stdin ends the
-// console, as Ctrl+]); it gives the output, or an error with what the
-// command printed when want did not come within timeout or the command
-// ended first.
-func readConsole(ctx context.Context, e *cluster.Env, name, token, want string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.CLI, "--kubeconfig", e.Cluster.Kubeconfig, "vm", "console", name, "-n", chainNS, "--token", token)
-	out, errOut := &safebuffer.Buffer{}, &safebuffer.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, errOut
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(timeout)
-	for !strings.Contains(out.String(), want) {
-		select {
-		case err := <-exited:
-			return out.String(), fmt.Errorf("converge vm console %s ended (%v) before %q; stdout:\n%s\nstderr:\n%s", name, err, want, tail(out.String(), 2000), errOut.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			<-exited
-			return out.String(), fmt.Errorf("no %q from converge vm console %s within %s; stdout:\n%s\nstderr:\n%s", want, name, timeout, tail(out.String(), 2000), errOut.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	_ = stdin.Close()
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			return out.String(), err
-		}
-		if err != nil {
-			return out.String(), fmt.Errorf("converge vm console %s: %v after the end of stdin; stderr:\n%s", name, err, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-		return out.String(), fmt.Errorf("converge vm console %s still ran 10 s after the end of its stdin", name)
-	}
-	return out.String(), nil
-}
 
 // nodeLeftovers lists what of the VMIs uids (and of the volume volumeID
 // of the pool, when not "") is still on the node: a domain in the

@@ -29,15 +29,15 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	cfg.QPS, cfg.Burst = 1000, 2000
 	c.Config = cfg
-	cniConf := filepath.Join(st.Dir, "cni", "net.d")
-	if err := os.MkdirAll(cniConf, 0o755); err != nil {
+	pn := podNetworkDirs(st.Dir, st.BinDir)
+	if err := os.MkdirAll(pn.ConfDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cniConf, "10-"+NetworkName+".conflist"), []byte(cniConflist(filepath.Join(st.Dir, "cni", "ipam"))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pn.ConfDir, "10-"+NetworkName+".conflist"), []byte(cniConflist(pn.LeaseDir)), 0o644); err != nil {
 		return err
 	}
 	containerdConf := filepath.Join(st.Dir, "containerd.toml")
-	if err := writeContainerdConfig(containerdConf, st.Dir, filepath.Join(st.BinDir, "cni"), cniConf); err != nil {
+	if err := writeContainerdConfig(containerdConf, st.Dir, pn.BinDir, pn.ConfDir); err != nil {
 		return err
 	}
 	kp := kubeletPaths{config: filepath.Join(st.Dir, "kubelet.json"), podLogs: filepath.Join(st.Dir, "pod-logs"), volumePlugins: filepath.Join(st.Dir, "volume-plugins")}
