@@ -95,7 +95,7 @@ gen-crds:
 ## server, health gates opening as the native operators' pods become
 ## ready, a commit, drift reverted, a deleted pod healed, events,
 ## suspend/resume — and stops everything at the end or on Ctrl-C
-demo: controlplane cni $(BIN)/kubectl
+demo: controlplane cni $(BIN)/kubectl guest
 	$(GO) build -buildvcs=false -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 

@@ -180,6 +180,25 @@ func (d *demo) serveConfig(ctx context.Context, root string) error {
 	if d.repo, err = newConfigRepo(root, "config", example, configPath); err != nil {
 		return err
 	}
+	// The local cluster's runtime keeps its pod network in its work
+	// directory, not /etc/cni/net.d: the HyperConverged says so, as a
+	// platform team with such nodes would commit it, so that the VM agent
+	// attaches VMs to the same pod network (README, the pod network).
+	hc := filepath.Join(d.repo.Dir, hcFile)
+	b, err := os.ReadFile(hc)
+	if err != nil {
+		return err
+	}
+	with, err := d.env.WithPodNetwork(string(b), hcNamespace)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(hc, []byte(with), 0o644); err != nil {
+		return err
+	}
+	if _, err := d.repo.commit("the nodes' pod network directories"); err != nil {
+		return err
+	}
 	base, err := serveGit(ctx, root, localcluster.NodeIP)
 	if err != nil {
 		return err

@@ -11,7 +11,10 @@
 // each operand CR's Available condition, a committed change applied with
 // `converge reconcile sync`, a manual drift reverted (with its measured
 // latency), the VM agent's pod deleted and the KubeVirt turning Degraded
-// then Available again, events, and suspend/resume around a commit. It
+// then Available again, events, suspend/resume around a commit, and a
+// VirtualMachine committed to Git: its DataVolume imported over HTTP, the
+// guest booted under libvirt with cloud-init and the pod network, its
+// console read with `converge vm console`, then pruned by a commit. It
 // stops the cluster and the Git server at the end, and on Ctrl-C (exit
 // 130).
 package main
@@ -71,6 +74,8 @@ func note(format string, args ...any) { fmt.Printf("# "+format+"\n", args...) }
 // images, the config repository, and the timings for the summary.
 type demo struct {
 	env *cluster.Env
+	// bin is bin/: the cluster's binaries, kubectl and the test guest.
+	bin string
 	// kubectlBin is bin/kubectl.
 	kubectlBin string
 	repo       *configRepo
@@ -104,7 +109,7 @@ func run(ctx context.Context) (err error) {
 	if err := preflight(ctx, bin); err != nil {
 		return err
 	}
-	d := &demo{kubectlBin: filepath.Join(bin, "kubectl")}
+	d := &demo{bin: bin, kubectlBin: filepath.Join(bin, "kubectl")}
 	if _, err := os.Stat(d.kubectlBin); err != nil {
 		return fmt.Errorf("%s: %w (make demo builds it: make %s)", d.kubectlBin, err, d.kubectlBin)
 	}
@@ -142,7 +147,7 @@ func run(ctx context.Context) (err error) {
 	if err := d.serveConfig(gctx, filepath.Join(work, "git")); err != nil {
 		return err
 	}
-	for _, step := range []func(context.Context) error{d.install, d.gates, d.operands, d.change, d.drift, d.heal, d.events, d.suspend} {
+	for _, step := range []func(context.Context) error{d.install, d.gates, d.operands, d.change, d.drift, d.heal, d.events, d.suspend, d.vm} {
 		if err := step(ctx); err != nil {
 			return err
 		}

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
+	"github.com/converge-dev/converge/internal/testing/guestimage"
+)
+
+// The demo's VM: a VirtualMachine committed to the config repository.
+const (
+	vmNS     = "demo-vms"
+	vmName   = "web"
+	vmFile   = configPath + "/vm-web.yaml"
+	vmMarker = "hello from cloud-init, committed to Git"
+	// consoleSA is the ServiceAccount whose token `converge vm console`
+	// passes to the node's console server (the admin kubeconfig has a
+	// client certificate, no token).
+	consoleSA = "demo-console"
+)
+
+// vmManifest is the VM as a KubeVirt user writes it: a Namespace, and a
+// VirtualMachine whose root disk is a dataVolumeTemplates DataVolume
+// imported over HTTP from diskURL into a hostpath volume, with cloud-init
+// NoCloud user data and no interfaces (KubeVirt's default: the pod
+// network with masquerade, DHCP from the node agent).
+func vmManifest(diskURL string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  runStrategy: Always
+  dataVolumeTemplates:
+    - metadata:
+        name: %[2]s-root
+      spec:
+        source:
+          http:
+            url: %[3]s
+        storage:
+          storageClassName: hostpath-csi-local
+          resources:
+            requests:
+              storage: 64Mi
+  template:
+    spec:
+      domain:
+        memory:
+          guest: 256Mi
+        devices:
+          disks:
+            - name: root
+              disk: {bus: virtio}
+            - name: cloudinit
+              disk: {bus: virtio}
+      volumes:
+        - name: root
+          dataVolume:
+            name: %[2]s-root
+        - name: cloudinit
+          cloudInitNoCloud:
+            userData: |
+              #cloud-config
+              runcmd:
+                - echo %[4]s
+`, vmNS, vmName, diskURL, vmMarker)
+}
+
+// consoleRBAC is what `converge vm console` needs of its token's
+// ServiceAccount: get on the VMI and its console subresource (KubeVirt's
+// kubevirt.io:edit grants them) and get on Nodes (the CLI finds the
+// node's console server).
+var consoleRBAC = fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %[1]s, namespace: %[2]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: %[1]s, namespace: %[2]s}
+rules:
+  - {apiGroups: [subresources.kubevirt.io], resources: [virtualmachineinstances/console], verbs: [get]}
+  - {apiGroups: [kubevirt.io], resources: [virtualmachineinstances], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: %[1]s, namespace: %[2]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
+subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %[1]s}
+rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
+subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
+`, consoleSA, vmNS)
+
+// vm commits a VirtualMachine to the config repository and follows it
+// to a booted guest: the Sync applies it with the workloads, the VM
+// controller creates its DataVolume, the importer fills a hostpath
+// volume over HTTP, the VM agent boots the guest under libvirt with a
+// cloud-init ISO and the pod network, and `converge vm console` reads
+// the user data the guest prints. A second commit removes the VM, and
+// the Sync prunes it with its DataVolume, volume and Namespace.
+func (d *demo) vm(ctx context.Context) error {
+	say("a VM from Git: a VirtualMachine with a DataVolume imported over HTTP, cloud-init user data and the pod network")
+	disk := filepath.Join(d.bin, "guest", "disk.img")
+	if _, err := os.Stat(disk); err != nil {
+		return fmt.Errorf("%s: %w (make demo builds it: make guest)", disk, err)
+	}
+	diskURL, stopDisk, err := serveFile(localcluster.NodeIP, disk)
+	if err != nil {
+		return err
+	}
+	defer stopDisk()
+	note("the guest's disk (%s: SYSLINUX, a Debian kernel and a busybox init; hack/guest) is served at %s", disk, diskURL)
+	if err := os.WriteFile(filepath.Join(d.repo.Dir, vmFile), []byte(vmManifest(diskURL)), 0o644); err != nil {
+		return err
+	}
+	sha, err := d.repo.commit("a VM from Git")
+	if err != nil {
+		return err
+	}
+	note("committed %s, adding %s:", d.repo.head(), vmFile)
+	fmt.Print(indent(vmManifest(diskURL)))
+	start := time.Now()
+	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
+		return err
+	}
+	if err := d.followVM(ctx, "main@sha1:"+sha, start); err != nil {
+		return err
+	}
+	d.record("commit → VM Ready (disk imported, guest booted)", time.Since(start))
+	if _, err := d.kubectl(ctx, "get", "virtualmachines,virtualmachineinstances,datavolumes,persistentvolumeclaims", "-n", vmNS); err != nil {
+		return err
+	}
+	if err := d.show(ctx, "tree", syncName, "-n", syncNS); err != nil {
+		return err
+	}
+	if err := d.console(ctx); err != nil {
+		return err
+	}
+	return d.pruneVM(ctx)
+}
+
+// followVM waits (at most 5 minutes) for the Sync to be Ready at
+// revision with every component Healthy (the workloads component is
+// Healthy once the VM is Ready), printing the VM's printableStatus and
+// its DataVolume's phase and progress as they change.
+func (d *demo) followVM(ctx context.Context, revision string, start time.Time) error {
+	log := newChangeLog(start)
+	deadline := start.Add(5 * time.Minute)
+	for {
+		vm := d.object(ctx, "kubevirt.io/v1", "VirtualMachine", vmName)
+		dv := d.object(ctx, "cdi.kubevirt.io/v1beta1", "DataVolume", vmName+"-root")
+		status, _, _ := unstructured.NestedString(vm.Object, "status", "printableStatus")
+		phase, _, _ := unstructured.NestedString(dv.Object, "status", "phase")
+		progress, _, _ := unstructured.NestedString(dv.Object, "status", "progress")
+		log.set("vm", fmt.Sprintf("VirtualMachine %s/%s %s; DataVolume %s %s %s", vmNS, vmName, orDash(status), vmName+"-root", orDash(phase), progress))
+		s, err := d.getSync(ctx)
+		if err == nil {
+			for _, c := range s.Status.Components {
+				if c.Name == "workloads" {
+					log.set("workloads", fmt.Sprintf("component workloads %s %s", c.Health, shorten(c.Message, 120)))
+				}
+			}
+			if synced(s) && s.Status.LastAppliedRevision == revision {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("VirtualMachine %s/%s: not Ready (Sync Ready at %s) within 5 minutes of the commit; VM %s, DataVolume %s", vmNS, vmName, revision, orDash(status), orDash(phase))
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// console gives consoleSA what the console needs (kubectl apply), takes
+// a token of it (kubectl create token) and runs `converge vm console`
+// until the guest's cloud-init user data shows, printing the guest's own
+// lines.
+func (d *demo) console(ctx context.Context) error {
+	say("the guest's serial console: the user data from Git, and the pod network's address from the agent's DHCP")
+	rbac := filepath.Join(d.repo.Dir, "..", "console-rbac.yaml") // outside the repository
+	if err := os.WriteFile(rbac, []byte(consoleRBAC), 0o644); err != nil {
+		return err
+	}
+	if _, err := d.kubectl(ctx, "apply", "-f", rbac); err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", consoleSA)
+	}()
+	fmt.Printf("\n$ kubectl create token %s -n %s\n", consoleSA, vmNS)
+	token, err := d.output(ctx, d.kubectlBin, "create", "token", consoleSA, "-n", vmNS)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n$ converge vm console %s -n %s --token \"$TOKEN\"\n", vmName, vmNS)
+	start := time.Now()
+	out, err := d.env.ReadConsole(ctx, vmNS, vmName, token, guestimage.MarkerUserData+" ", 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, vmMarker) {
+		return fmt.Errorf("the console of %s/%s shows user data without %q:\n%s", vmNS, vmName, vmMarker, out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		for _, m := range []string{guestimage.MarkerCloudInit, guestimage.MarkerUserData, guestimage.MarkerDHCP} {
+			if strings.Contains(l, m) {
+				fmt.Println("  " + strings.TrimSpace(l))
+			}
+		}
+	}
+	d.record("console attached → cloud-init user data", time.Since(start))
+	return nil
+}
+
+// pruneVM commits the removal of vmFile and waits (at most 3 minutes)
+// until the Sync has pruned the VM, its DataVolume and claim, and the
+// Namespace.
+func (d *demo) pruneVM(ctx context.Context) error {
+	say("prune: a commit removes the VM; the Sync deletes it with its DataVolume, volume and Namespace")
+	if err := os.Remove(filepath.Join(d.repo.Dir, vmFile)); err != nil {
+		return err
+	}
+	sha, err := d.repo.commit("remove the VM")
+	if err != nil {
+		return err
+	}
+	note("committed %s", d.repo.head())
+	start := time.Now()
+	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
+		return err
+	}
+	revision := "main@sha1:" + sha
+	deadline := start.Add(3 * time.Minute)
+	for {
+		s, err := d.getSync(ctx)
+		gone := d.gone(ctx, "kubevirt.io/v1", "VirtualMachine", vmName) && d.gone(ctx, "cdi.kubevirt.io/v1beta1", "DataVolume", vmName+"-root") &&
+			d.gone(ctx, "v1", "PersistentVolumeClaim", vmName+"-root") && d.gone(ctx, "v1", "Namespace", "")
+		if err == nil && s.Status.LastAppliedRevision == revision && gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the VM %s/%s, its DataVolume, claim or Namespace are still there 3 minutes after the commit removing them", vmNS, vmName)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	d.record("commit removing the VM → VM, DataVolume, claim, Namespace gone", time.Since(start))
+	note("pruned %s after the commit", round(time.Since(start)))
+	return d.show(ctx, "get", "syncs", "-n", syncNS)
+}
+
+// object reads the object of kind named name in vmNS (an empty object
+// when it cannot be read).
+func (d *demo) object(ctx context.Context, apiVersion, kind, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	_ = d.env.Client.Get(ctx, client.ObjectKey{Namespace: vmNS, Name: name}, u)
+	return u
+}
+
+// gone reports whether the object of kind named name in vmNS (the
+// Namespace vmNS itself when kind is Namespace) no longer exists.
+func (d *demo) gone(ctx context.Context, apiVersion, kind, name string) bool {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	key := client.ObjectKey{Namespace: vmNS, Name: name}
+	if kind == "Namespace" {
+		key = client.ObjectKey{Name: vmNS}
+	}
+	return apierrors.IsNotFound(d.env.Client.Get(ctx, key, u))
+}
+
+// output runs path args… with the cluster's kubeconfig and gives its
+// trimmed stdout; the error carries its stderr.
+func (d *demo) output(ctx context.Context, path string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.env.Cluster.Kubeconfig)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("%s %s: %w: %s", filepath.Base(path), strings.Join(args, " "), err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// serveFile serves the file at path over HTTP on a free port of host
+// (the node address, which the cdi-importer on the host network
+// reaches), as a web server holding a cloud image would. It gives the
+// file's URL and a function stopping the server.
+func serveFile(host, path string) (string, func(), error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", nil, fmt.Errorf("serving %s: %w", path, err)
+	}
+	name := "/" + filepath.Base(path)
+	mux := http.NewServeMux()
+	mux.HandleFunc(name, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, path) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String() + name, func() { _ = srv.Close() }, nil
+}
+
+// indent gives s with every line indented by four spaces.
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
+}
