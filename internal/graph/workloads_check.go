@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,8 +83,9 @@ func typedObject(kind string) any {
 //
 //   - VirtualMachine, VirtualMachineInstance: the VM validation webhook's
 //     check (vmadmission.CheckWith, with the KubeVirt CR's obsolete CPU
-//     models), and for each spec.dataVolumeTemplates entry the checks of a
-//     DataVolume;
+//     models); for a VirtualMachine also its instancetype and preference
+//     matchers (vmadmission.CheckInstancetypes without lookups) and, for
+//     each spec.dataVolumeTemplates entry, the checks of a DataVolume;
 //   - DataVolume: the DataVolume controller's (operators/cdi/datavolume:
 //     the source it imports from, api/datavolume.SourceKind, and the
 //     claim it creates, ClaimSpec);
@@ -103,6 +105,11 @@ func checkWorkload(u *unstructured.Unstructured, raw []byte, obsolete map[string
 	switch obj := typed.(type) {
 	case *kubevirtv1.VirtualMachine:
 		probs = append(probs, checkVMI(kind, raw, obsolete)...)
+		// The instancetype and preference matchers, as admission checks
+		// them (no lookups: the instancetypes may come with this commit).
+		for _, e := range vmadmission.CheckInstancetypes(context.Background(), nil, obj, nil) {
+			probs = append(probs, problem{Path: e.Path, Reason: e.Reason})
+		}
 		// vmadmission checks dataVolumeTemplates too (KubeVirt's
 		// ValidateDataVolumeTemplate and the sources converge imports):
 		// a path it already refused is not refused twice.

@@ -253,6 +253,13 @@ spec:
       storage: {}
   template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
 `, []string{"9:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage: is missing; expected a size such as 10Gi"}},
+		{"an instancetype matcher admission refuses", `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: x}
+spec:
+  instancetype: {kind: VirtualMachineSize, name: u1.large}
+  template: {spec: {domain: {devices: {}}}}
+`, []string{"5:18: VirtualMachine default/x: spec.instancetype.kind: got unexpected kind in InstancetypeMatcher: VirtualMachineSize"}},
 		{"NAD whose config libcni refuses", `apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: br}
