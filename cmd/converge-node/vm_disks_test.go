@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
@@ -33,24 +33,10 @@ import (
 // driver, in-process, in a pool of its own for node, and gives the pool.
 func hostpathPool(t *testing.T, node string, vols map[string]bool) hostpath.Pool {
 	t.Helper()
-	dir := t.TempDir()
-	pool := hostpath.Pool{Name: "local", Path: filepath.Join(dir, "pool")}
-	o := hostpath.DefaultOptions()
-	o.Endpoint, o.NodeID, o.Pools = "unix://"+filepath.Join(dir, "csi.sock"), node, []hostpath.Pool{pool}
-	d, err := hostpath.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, pool := storagetest.StartDriver(t, node, "local")
 	for id, block := range vols {
-		c := &csi.VolumeCapability{
-			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-		}
-		if block {
-			c.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
-		}
-		if _, err := d.Controller().CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: id, VolumeCapabilities: []*csi.VolumeCapability{c}, CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}}); err != nil {
+		v := storagetest.Volume{ID: id, Size: resource.MustParse("1Mi"), Pool: pool, Node: node, Block: block}
+		if err := v.Create(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
 	}

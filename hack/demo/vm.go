@@ -30,6 +30,7 @@ const (
 	// passes to the node's console server (the admin kubeconfig has a
 	// client certificate, no token).
 	consoleSA = "demo-console"
+	consoleNS = "default"
 )
 
 // vmManifest is the VM as a KubeVirt user writes it: a Namespace, and a
@@ -87,37 +88,28 @@ spec:
 }
 
 // consoleRBAC is what `converge vm console` needs of its token's
-// ServiceAccount: get on the VMI and its console subresource (KubeVirt's
-// kubevirt.io:edit grants them) and get on Nodes (the CLI finds the
-// node's console server).
+// ServiceAccount (consoleSA in consoleNS): get on VMIs and their console
+// subresource (KubeVirt's kubevirt.io:view and :edit grant them) and get
+// on Nodes (the CLI finds the node's console server). Cluster-wide, so
+// the token exists before the VM's Namespace does.
 var consoleRBAC = fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
 metadata: {name: %[1]s, namespace: %[2]s}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: %[1]s, namespace: %[2]s}
+kind: ClusterRole
+metadata: {name: %[1]s}
 rules:
   - {apiGroups: [subresources.kubevirt.io], resources: [virtualmachineinstances/console], verbs: [get]}
   - {apiGroups: [kubevirt.io], resources: [virtualmachineinstances], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: %[1]s, namespace: %[2]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: %[1]s}
-subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: %[1]s}
-rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
+  - {apiGroups: [""], resources: [nodes], verbs: [get]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
 subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
-`, consoleSA, vmNS)
+`, consoleSA, consoleNS)
 
 // vm commits a VirtualMachine to the config repository and follows it
 // to a booted guest: the Sync applies it with the workloads, the VM
@@ -138,6 +130,14 @@ func (d *demo) vm(ctx context.Context) error {
 	}
 	defer stopDisk()
 	note("the guest's disk (%s: SYSLINUX, a Debian kernel and a busybox init; hack/guest) is served at %s", disk, diskURL)
+	token, err := d.consoleToken(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", consoleSA)
+		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "-n", consoleNS, "serviceaccount", consoleSA)
+	}()
 	if err := os.WriteFile(filepath.Join(d.repo.Dir, vmFile), []byte(vmManifest(diskURL)), 0o644); err != nil {
 		return err
 	}
@@ -148,6 +148,9 @@ func (d *demo) vm(ctx context.Context) error {
 	note("committed %s, adding %s:", d.repo.head(), vmFile)
 	fmt.Print(indent(vmManifest(diskURL)))
 	start := time.Now()
+	// The console is attached as soon as the guest runs: it shows what
+	// the guest prints from then on, and cloud-init runs early in its boot.
+	console := d.watchConsole(ctx, token)
 	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
 		return err
 	}
@@ -161,9 +164,23 @@ func (d *demo) vm(ctx context.Context) error {
 	if err := d.show(ctx, "tree", syncName, "-n", syncNS); err != nil {
 		return err
 	}
-	if err := d.console(ctx); err != nil {
-		return err
+	say("the guest's serial console: the user data from Git, and the address the VM agent's DHCP gave it on the pod network")
+	fmt.Printf("\n$ converge vm console %s -n %s --token \"$TOKEN\"   (attached as the guest started)\n", vmName, vmNS)
+	r := <-console
+	if r.err != nil {
+		return r.err
 	}
+	for _, l := range strings.Split(r.out, "\n") {
+		for _, m := range []string{guestimage.MarkerCloudInit, guestimage.MarkerUserData, guestimage.MarkerDHCP} {
+			if strings.Contains(l, m) {
+				fmt.Println("  " + strings.TrimSpace(l))
+			}
+		}
+	}
+	if !strings.Contains(r.out, vmMarker) {
+		return fmt.Errorf("the console of %s/%s shows no user data line with %q:\n%s", vmNS, vmName, vmMarker, r.out)
+	}
+	d.record("commit → guest's DHCP lease on its console", r.at.Sub(start))
 	return d.pruneVM(ctx)
 }
 
@@ -201,45 +218,53 @@ func (d *demo) followVM(ctx context.Context, revision string, start time.Time) e
 	}
 }
 
-// console gives consoleSA what the console needs (kubectl apply), takes
-// a token of it (kubectl create token) and runs `converge vm console`
-// until the guest's cloud-init user data shows, printing the guest's own
-// lines.
-func (d *demo) console(ctx context.Context) error {
-	say("the guest's serial console: the user data from Git, and the pod network's address from the agent's DHCP")
+// consoleToken gives consoleSA what the console needs (kubectl apply)
+// and gives a token of it (kubectl create token).
+func (d *demo) consoleToken(ctx context.Context) (string, error) {
 	rbac := filepath.Join(d.repo.Dir, "..", "console-rbac.yaml") // outside the repository
 	if err := os.WriteFile(rbac, []byte(consoleRBAC), 0o644); err != nil {
-		return err
+		return "", err
 	}
+	note("a ServiceAccount for `converge vm console` (the admin kubeconfig has a client certificate, no token to give the node)")
 	if _, err := d.kubectl(ctx, "apply", "-f", rbac); err != nil {
-		return err
+		return "", err
 	}
-	defer func() {
-		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", consoleSA)
-	}()
-	fmt.Printf("\n$ kubectl create token %s -n %s\n", consoleSA, vmNS)
-	token, err := d.output(ctx, d.kubectlBin, "create", "token", consoleSA, "-n", vmNS)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("\n$ converge vm console %s -n %s --token \"$TOKEN\"\n", vmName, vmNS)
-	start := time.Now()
-	out, err := d.env.ReadConsole(ctx, vmNS, vmName, token, guestimage.MarkerUserData+" ", 2*time.Minute)
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(out, vmMarker) {
-		return fmt.Errorf("the console of %s/%s shows user data without %q:\n%s", vmNS, vmName, vmMarker, out)
-	}
-	for _, l := range strings.Split(out, "\n") {
-		for _, m := range []string{guestimage.MarkerCloudInit, guestimage.MarkerUserData, guestimage.MarkerDHCP} {
-			if strings.Contains(l, m) {
-				fmt.Println("  " + strings.TrimSpace(l))
+	fmt.Printf("\n$ TOKEN=$(kubectl create token %s -n %s)\n", consoleSA, consoleNS)
+	return d.output(ctx, d.kubectlBin, "create", "token", consoleSA, "-n", consoleNS)
+}
+
+// consoleResult is what `converge vm console` showed, until when.
+type consoleResult struct {
+	out string
+	at  time.Time
+	err error
+}
+
+// watchConsole runs `converge vm console` on the VM's VMI (with token),
+// retrying every 200ms while it cannot attach (no VMI running yet), until
+// the guest prints its DHCP lease, which comes after its cloud-init user
+// data; at most 5 minutes. The result arrives on the channel.
+func (d *demo) watchConsole(ctx context.Context, token string) <-chan consoleResult {
+	done := make(chan consoleResult, 1)
+	go func() {
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			out, err := d.env.ReadConsole(ctx, vmNS, vmName, token, guestimage.MarkerDHCP+" ", 90*time.Second)
+			if err == nil {
+				done <- consoleResult{out: out, at: time.Now()}
+				return
+			}
+			if out != "" || time.Now().After(deadline) || ctx.Err() != nil {
+				done <- consoleResult{out: out, err: fmt.Errorf("the console of %s/%s: %w", vmNS, vmName, err)}
+				return
+			}
+			if sleep(ctx, 200*time.Millisecond) != nil {
+				done <- consoleResult{err: ctx.Err()}
+				return
 			}
 		}
-	}
-	d.record("console attached → cloud-init user data", time.Since(start))
-	return nil
+	}()
+	return done
 }
 
 // pruneVM commits the removal of vmFile and waits (at most 3 minutes)

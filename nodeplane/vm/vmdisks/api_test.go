@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
@@ -28,24 +29,10 @@ const node = "node-a"
 // (in-process) in a pool of its own: id → block.
 func hostpathVolumes(t *testing.T, vols map[string]bool) hostpath.Pool {
 	t.Helper()
-	dir := t.TempDir()
-	pool := hostpath.Pool{Name: "local", Path: filepath.Join(dir, "pool")}
-	o := hostpath.DefaultOptions()
-	o.Endpoint, o.NodeID, o.Pools = "unix://"+filepath.Join(dir, "csi.sock"), node, []hostpath.Pool{pool}
-	d, err := hostpath.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, pool := storagetest.StartDriver(t, node, "local")
 	for id, block := range vols {
-		c := &csi.VolumeCapability{
-			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-			AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-		}
-		if block {
-			c.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
-		}
-		if _, err := d.Controller().CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: id, VolumeCapabilities: []*csi.VolumeCapability{c}, CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20}}); err != nil {
+		v := storagetest.Volume{ID: id, Size: resource.MustParse("1Mi"), Pool: pool, Node: node, Block: block}
+		if err := v.Create(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
 	}
