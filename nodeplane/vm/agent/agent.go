@@ -369,12 +369,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 		}
 		built, err := domain.Build(vmi, dopts)
 		if errors.Is(err, domain.ErrVolumeNotReady) {
-			a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
-			res.after(a.opts.RetryAfter)
-			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
-				a.setPhase(st, kubevirtv1.Scheduled, "")
-				a.setReady(st, false, "VolumesNotReady", err.Error())
-			})
+			return a.volumesNotReady(vmi, id, err, res)
 		}
 		if err != nil {
 			a.teardown(vmi.Namespace, vmi.Name, vmi.UID, name, res)
@@ -386,12 +381,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 		if a.opts.Disks != nil {
 			err := a.opts.Disks.Prepare(a.ctx, vmi)
 			if errors.Is(err, domain.ErrVolumeNotReady) { // a containerDisk still pulling
-				a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
-				res.after(a.opts.RetryAfter)
-				return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
-					a.setPhase(st, kubevirtv1.Scheduled, "")
-					a.setReady(st, false, "VolumesNotReady", err.Error())
-				})
+				return a.volumesNotReady(vmi, id, err, res)
 			}
 			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
@@ -629,6 +619,19 @@ func (a *Agent) stop(d hypervisor.Domain, grace time.Duration, res *Result) (gon
 }
 
 // report copies the VMI's status, sets the node name and applies f.
+// volumesNotReady reports vmi (id "<namespace>/<name>") Scheduled and not
+// Ready, reason VolumesNotReady with err's message (domain.ErrVolumeNotReady:
+// a claim not bound, a DataVolume not Succeeded, a containerDisk still
+// pulling), and asks to run again after RetryAfter.
+func (a *Agent) volumesNotReady(vmi *kubevirtv1.VirtualMachineInstance, id string, err error, res *Result) Report {
+	a.opts.Log.Info("volumes not ready", "vmi", id, "reason", err.Error())
+	res.after(a.opts.RetryAfter)
+	return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
+		a.setPhase(st, kubevirtv1.Scheduled, "")
+		a.setReady(st, false, "VolumesNotReady", err.Error())
+	})
+}
+
 func (a *Agent) report(vmi *kubevirtv1.VirtualMachineInstance, f func(*kubevirtv1.VirtualMachineInstanceStatus)) Report {
 	st := *vmi.Status.DeepCopy()
 	st.NodeName = a.opts.NodeName

@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/converge-dev/converge/api/vmisupport"
+	"github.com/converge-dev/converge/nodeplane/network/dhcp"
 )
 
 // Volume labels and file names of the cloud-init data sources, as
@@ -198,18 +199,11 @@ func instanceUUID(vmi *kubevirtv1.VirtualMachineInstance) string {
 	return string(vmi.UID)
 }
 
-// hostname is spec.hostname, else the VMI's name up to its first dot,
-// cut to 63 bytes, as KubeVirt's dns.SanitizeHostname.
-func hostname(vmi *kubevirtv1.VirtualMachineInstance) string {
-	if vmi.Spec.Hostname != "" {
-		return vmi.Spec.Hostname
-	}
-	h, _, _ := strings.Cut(vmi.Name, ".")
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	return h
-}
+// hostname is the guest's host name, the one the VM agent's DHCP server
+// gives it too (dhcp.Hostname: spec.hostname, else the VMI's name up to
+// its first dot, as KubeVirt's dns.SanitizeHostname), so that cloud-init's
+// local-hostname and the DHCP lease agree.
+func hostname(vmi *kubevirtv1.VirtualMachineInstance) string { return dhcp.Hostname(vmi) }
 
 // prepareCloudInit writes the VMI's cloud-init ISO at path.
 func (d *Disks) prepareCloudInit(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, v kubevirtv1.Volume, path string) error {
