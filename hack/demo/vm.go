@@ -38,6 +38,9 @@ const (
 // imported over HTTP from diskURL into a hostpath volume, with cloud-init
 // NoCloud user data and no interfaces (KubeVirt's default: the pod
 // network with masquerade, DHCP from the node agent).
+// terminationGracePeriodSeconds is 0, as in KubeVirt's examples: the
+// test guest ignores the ACPI shutdown, so with the default (30 s) the
+// VM agent would wait that long before destroying it.
 func vmManifest(diskURL string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
@@ -65,6 +68,7 @@ spec:
               storage: 64Mi
   template:
     spec:
+      terminationGracePeriodSeconds: 0
       domain:
         memory:
           guest: 256Mi
