@@ -48,6 +48,9 @@ type ApplyResult struct {
 
 	// operands are the operand CRs read for the health gates, by ID.
 	operands map[string]hcstatus.Operand
+	// generations are the generations the API server returned for the
+	// objects applied, by ID: health does not judge an older copy.
+	generations map[string]int64
 }
 
 // applyStages applies r stage by stage. An object is skipped without any
@@ -62,7 +65,7 @@ type ApplyResult struct {
 // and its objects keep their previous inventory entries.
 func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live, owner map[string]string) (*ApplyResult, error) {
 	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &v1alpha1.Inventory{},
-		operands: map[string]hcstatus.Operand{}}
+		operands: map[string]hcstatus.Operand{}, generations: map[string]int64{}}
 	prevIdx := inventory.Index(prev)
 	var hcUID string
 	if r.HyperConverged != nil {
@@ -107,7 +110,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1a
 			return fail(&StageError{Phase: phase, Stage: st.Name, Err: err})
 		}
 		for _, n := range applying {
-			h, err := p.nodeHealth(ctx, r, n, res.operands)
+			h, err := p.nodeHealth(ctx, r, n, res.operands, res.generations)
 			if err != nil {
 				return fail(&StageError{Phase: PhaseHealth, Stage: st.Name, Err: fmt.Errorf("health of %s: %w", n.Name, err)})
 			}
@@ -265,6 +268,7 @@ func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*un
 				res.Recreated = append(res.Recreated, out.entry.ID)
 			}
 			if out.applied != nil {
+				res.generations[out.entry.ID] = out.applied.GetGeneration()
 				if r.HyperConverged != nil && inventory.ID(out.applied) == inventory.ID(r.HyperConverged) {
 					*hcUID = string(out.applied.GetUID())
 				}

@@ -1,6 +1,9 @@
 package reconciler_test
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/reconciler"
 	"github.com/converge-dev/converge/reconciler/inventory"
@@ -153,6 +157,24 @@ func TestHealthGates(t *testing.T) {
 	if path := poolPath(obj(t, c, hppAPI, "HostPathProvisioner", "", hppName)); path != "/var/other" {
 		t.Errorf("HostPathProvisioner path = %q after CDI recovered, want /var/other", path)
 	}
+
+	// 6. A change of the KubeVirt CR's spec: its Available=True is of the
+	// generation before until its operator reports the new one; virt is
+	// Progressing and ssp waits meanwhile.
+	kvGen := obj(t, c, kvAPI, "KubeVirt", hcNS, kvName).GetGeneration()
+	r = renderExample(t, map[string][]string{"hyperconverged.yaml": slices.Concat(external, []string{"parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 7"}),
+		"hostpathprovisioner.yaml": {"path: /var/hpvolumes", "path: /var/other"}}, openshift)
+	res = run()
+	h = health(res)
+	want := fmt.Sprintf("KubeVirt/%s/%s generation %d not observed yet (observed %d)", hcNS, kvName, kvGen+1, kvGen)
+	if h["virt"].Health != reconciler.Progressing || h["virt"].Message != want || h["ssp"].Health != reconciler.Waiting {
+		t.Errorf("after a KubeVirt spec change: virt = %+v, ssp = %+v; want virt Progressing %q and ssp Waiting", h["virt"], h["ssp"], want)
+	}
+	setConditions(t, c, kvAPI, "KubeVirt", hcNS, kvName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	res = run()
+	if h = health(res); h["virt"].Health != reconciler.Healthy || h["ssp"].Health == reconciler.Waiting {
+		t.Errorf("after the KubeVirt operator reported the new generation: virt = %+v, ssp = %+v; want Healthy and not Waiting", h["virt"], h["ssp"])
+	}
 }
 
 func poolPath(u *unstructured.Unstructured) string {
@@ -234,4 +256,51 @@ func TestWaitOff(t *testing.T) {
 			t.Errorf("virt = %+v, want Progressing (no operator)", got)
 		}
 	})
+}
+
+// olderCopies is a reader that lags as an informer cache does: it gives
+// the copies in old for their keys, and reads the rest through Reader.
+type olderCopies struct {
+	client.Reader
+	old map[client.ObjectKey]*unstructured.Unstructured
+}
+
+func (o olderCopies) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := o.old[key]; ok {
+		if out, isU := obj.(*unstructured.Unstructured); isU && out.GetKind() == u.GetKind() {
+			u.DeepCopyInto(out)
+			return nil
+		}
+	}
+	return o.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestHealthOfAnOlderCopy: the controller reads health through its cache,
+// which may not have seen the sync's own apply yet. An operand read at an
+// older generation than the one applied is Progressing whatever its
+// status says (its Available=True is of the spec before; a Sync was
+// Ready before the KubeVirt operator saw a change), and what depends on
+// it waits.
+func TestHealthOfAnOlderCopy(t *testing.T) {
+	c, p, _ := newClient(t)
+	r := renderExample(t, map[string][]string{"hyperconverged.yaml": external}, openshift)
+	doSync(t, p, r)
+	setConditions(t, c, cdiAPI, "CDI", "", cdiName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	setConditions(t, c, kvAPI, "KubeVirt", hcNS, kvName, metav1.ConditionTrue, metav1.ConditionFalse, "")
+	if h := health(doSync(t, p, r)); h["virt"].Health != reconciler.Healthy {
+		t.Fatalf("virt = %+v before the change, want Healthy", h["virt"])
+	}
+	before := obj(t, c, kvAPI, "KubeVirt", hcNS, kvName)
+	lagging := reconciler.NewPipeline(c, olderCopies{Reader: c, old: map[client.ObjectKey]*unstructured.Unstructured{
+		{Namespace: hcNS, Name: kvName}: before}}, testOptions(true))
+
+	r = renderExample(t, map[string][]string{"hyperconverged.yaml": slices.Concat(external, []string{"parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 7"})}, openshift)
+	h := health(doSync(t, lagging, r))
+	want := fmt.Sprintf("KubeVirt/%s/%s: generation %d applied, not read back yet (read %d)", hcNS, kvName, before.GetGeneration()+1, before.GetGeneration())
+	if h["virt"].Health != reconciler.Progressing || h["virt"].Message != want {
+		t.Errorf("virt = %+v, want Progressing %q", h["virt"], want)
+	}
+	if h["ssp"].Health != reconciler.Waiting {
+		t.Errorf("ssp = %+v, want Waiting for virt", h["ssp"])
+	}
 }

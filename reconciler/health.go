@@ -72,7 +72,14 @@ func blockedBy(n graph.Node, health map[string]ComponentHealth) string {
 // hcstatus.Assess, and each object with a workload rule (VirtualMachine,
 // DataVolume, ...) is read and judged with WorkloadHealth. The operands
 // read are recorded in ops by inventory ID, for the HC status.
-func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.Node, ops map[string]hcstatus.Operand) (ComponentHealth, error) {
+//
+// applied holds the generation the API server gave each object this
+// sync applied (by inventory ID). An object read at an older generation
+// is Progressing whatever its status says: the reader (the controller's
+// cache) has not seen the apply yet, and a status it holds is of the
+// spec before (an operand's Available=True of the previous spec made a
+// Sync Ready before its operator saw the change).
+func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.Node, ops map[string]hcstatus.Operand, applied map[string]int64) (ComponentHealth, error) {
 	h := ComponentHealth{Name: n.Name, Health: Healthy}
 	var msgs []string
 	add := func(state Health, msg string) {
@@ -89,34 +96,40 @@ func (p *Pipeline) nodeHealth(ctx context.Context, r *graph.Rendered, n graph.No
 	}
 	for _, o := range n.Objects {
 		rule := r.HealthRule(o.GetKind())
+		judged := rule == graph.HealthConditions || WorkloadRule(rule) || (rule == graph.HealthKstatus && !p.waitsFor(r, o))
+		if !judged {
+			continue
+		}
+		cur, err := p.readLive(ctx, o)
+		if err != nil {
+			return h, err
+		}
+		id := inventory.ID(o)
+		if rule == graph.HealthConditions {
+			op := operandOf(o, cur)
+			op.Generation = max(op.Generation, applied[id])
+			ops[id] = op
+		}
+		if gen := applied[id]; cur != nil && cur.GetGeneration() < gen {
+			add(Progressing, fmt.Sprintf("%s: generation %d applied, not read back yet (read %d)", ssaSubject(o), gen, cur.GetGeneration()))
+			continue
+		}
 		switch {
 		case rule == graph.HealthKstatus:
-			if p.waitsFor(r, o) {
-				continue
-			}
-			state, msg, err := p.kstatusOf(ctx, o)
+			state, msg, err := kstatusOf(o, cur)
 			if err != nil {
 				return h, err
 			}
 			add(state, msg)
 		case rule == graph.HealthConditions:
-			op, err := p.readOperand(ctx, o)
-			if err != nil {
-				return h, err
-			}
-			ops[inventory.ID(o)] = op
-			state, msg := hcstatus.Assess(op)
+			state, msg := hcstatus.Assess(ops[id])
 			switch state {
 			case hcstatus.DegradedState:
 				add(Failed, msg)
 			case hcstatus.NotReady:
 				add(Progressing, msg)
 			}
-		case WorkloadRule(rule):
-			cur, err := p.readLive(ctx, o)
-			if err != nil {
-				return h, err
-			}
+		default:
 			state, msg := WorkloadHealth(rule, cur)
 			add(state, ssaSubject(o)+" "+string(state)+": "+msg)
 		}
@@ -140,38 +153,42 @@ func (p *Pipeline) readLive(ctx context.Context, o *unstructured.Unstructured) (
 	return cur, nil
 }
 
-// readOperand reads o's status conditions; an object not found (not
-// created yet, or not in the cache yet) has none.
+// readOperand reads o and gives it as an operand (operandOf).
 func (p *Pipeline) readOperand(ctx context.Context, o *unstructured.Unstructured) (hcstatus.Operand, error) {
+	cur, err := p.readLive(ctx, o)
+	if err != nil {
+		return hcstatus.Operand{}, err
+	}
+	return operandOf(o, cur), nil
+}
+
+// operandOf gives the operand o as cur (o read from the cluster, nil when
+// not found: no conditions) has it: its status conditions, generation and
+// status.observedGeneration, named "<name>" or "<namespace>/<name>".
+func operandOf(o, cur *unstructured.Unstructured) hcstatus.Operand {
 	op := hcstatus.Operand{Kind: o.GetKind(), Name: o.GetName()}
 	if o.GetNamespace() != "" {
 		op.Name = o.GetNamespace() + "/" + o.GetName()
 	}
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(o.GroupVersionKind())
-	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
-	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-		return op, fmt.Errorf("reading %s: %w", ssaSubject(o), err)
+	if cur == nil {
+		return op
 	}
 	if raw, ok, _ := unstructured.NestedSlice(cur.Object, "status", "conditions"); ok {
 		b, _ := json.Marshal(raw)
 		_ = json.Unmarshal(b, &op.Conditions)
 	}
-	return op, nil
+	op.Generation = cur.GetGeneration()
+	op.ObservedGeneration, _, _ = unstructured.NestedInt64(cur.Object, "status", "observedGeneration")
+	return op
 }
 
-// kstatusOf reads o and judges it with kstatus: Healthy when Current,
-// Failed when Failed, Progressing otherwise (not found yet included),
-// with a message naming the object and kstatus's reason.
-func (p *Pipeline) kstatusOf(ctx context.Context, o *unstructured.Unstructured) (Health, string, error) {
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(o.GroupVersionKind())
-	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(o), cur)
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+// kstatusOf judges o, read as cur (nil when not found yet), with kstatus:
+// Healthy when Current, Failed when Failed, Progressing otherwise (not
+// found yet included), with a message naming the object and kstatus's
+// reason.
+func kstatusOf(o, cur *unstructured.Unstructured) (Health, string, error) {
+	if cur == nil {
 		return Progressing, ssaSubject(o) + " not found yet", nil
-	case err != nil:
-		return "", "", fmt.Errorf("reading %s: %w", ssaSubject(o), err)
 	}
 	res, err := status.Compute(cur)
 	if err != nil {

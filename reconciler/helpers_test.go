@@ -170,6 +170,10 @@ func setConditions(t *testing.T, c client.Client, apiVersion, kind, ns, name str
 	}, "status", "conditions"); err != nil {
 		t.Fatal(err)
 	}
+	// as an operator reports: of the generation it reconciled
+	if err := unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration"); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Status().Update(context.Background(), u, client.FieldOwner("test-operator")); err != nil {
 		t.Fatalf("writing %s status: %v", kind, err)
 	}

@@ -65,6 +65,9 @@ func waitSyncReady(t *testing.T, ctx context.Context, e *cluster.Env) {
 			t.Errorf("%s %s/%s: %s", u.GetKind(), u.GetNamespace(), u.GetName(), msg)
 		}
 	}
+	if t.Failed() {
+		t.Logf("the operator's side:\n%s", controllerState(e))
+	}
 	if n == 0 {
 		t.Error("the Sync's inventory holds no operand CR")
 	}

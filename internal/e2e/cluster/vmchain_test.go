@@ -516,7 +516,6 @@ func consoleToken(t *testing.T, ctx context.Context, e *cluster.Env) (token stri
 	return tr.Status.Token, remove
 }
 
-
 // nodeLeftovers lists what of the VMIs uids (and of the volume volumeID
 // of the pool, when not "") is still on the node: a domain in the
 // agent's libvirt, a QEMU process, the VMI's directory of disks, its

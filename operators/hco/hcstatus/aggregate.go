@@ -28,6 +28,12 @@ type Operand struct {
 	// messages (Assess); Aggregate does not use it.
 	Name       string
 	Conditions []metav1.Condition
+	// Generation is the operand's metadata.generation and
+	// ObservedGeneration its status.observedGeneration (0 when the
+	// operand's operator does not write one): Assess takes conditions
+	// written for an older generation as not ready yet; Aggregate does
+	// not use them (HCO does not).
+	Generation, ObservedGeneration int64
 }
 
 // Input is everything the aggregation looks at.

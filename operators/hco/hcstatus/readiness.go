@@ -26,6 +26,11 @@ const (
 // HCO's per-operand rule (controllers/operands/generic_operand.go
 // handleComponentConditions): an operand counts as ready when it is
 // Available and not Degraded; Progressing alone does not make it unready.
+// Unlike HCO it also needs the conditions to be of the operand's current
+// generation: an operand whose status.observedGeneration is set and below
+// its generation is NotReady ("... generation 2 not observed yet
+// (observed 1)"), as kstatus judges objects, so that a Sync's health gate
+// does not open on what the operator said of the previous spec.
 func Assess(op Operand) (Readiness, string) {
 	who := op.Kind
 	if op.Name != "" {
@@ -36,6 +41,9 @@ func Assess(op Operand) (Readiness, string) {
 	}
 	if c := meta.FindStatusCondition(op.Conditions, Degraded); c != nil && c.Status == metav1.ConditionTrue {
 		return DegradedState, conditionMessage(who, c)
+	}
+	if op.ObservedGeneration > 0 && op.ObservedGeneration < op.Generation {
+		return NotReady, fmt.Sprintf("%s generation %d not observed yet (observed %d)", who, op.Generation, op.ObservedGeneration)
 	}
 	c := meta.FindStatusCondition(op.Conditions, Available)
 	if c == nil {
