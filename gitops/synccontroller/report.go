@@ -96,7 +96,14 @@ func (r *Reconciler) report(ctx context.Context, s *v1alpha1.Sync, out outcome) 
 		msg := fmt.Sprintf("Revision %s: waiting for health: %s", revision, waitingMessage(res))
 		markProgressing(s, v1alpha1.WaitingForHealthReason, msg)
 		history(v1alpha1.WaitingForHealthReason)
-		if len(lines) > 0 {
+		switch {
+		case revision == out.prevApplied && len(res.Drifted) > 0:
+			// Re-applying what someone changed can itself move an
+			// operand's generation: the correction is announced now, not
+			// lost behind the health wait it starts.
+			r.event(s, revision, "Normal", v1alpha1.DriftCorrectedReason, eventMessage(
+				fmt.Sprintf("Revision %s: corrected drift of %d object(s); waiting for health: %s", revision, len(res.Drifted), waitingMessage(res)), lines))
+		case len(lines) > 0:
 			r.event(s, revision, "Normal", v1alpha1.ProgressingReason, eventMessage(msg, lines))
 		}
 		logger.Info("waiting for health", "changes", lines, "message", msg)

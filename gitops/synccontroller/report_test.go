@@ -229,6 +229,20 @@ func TestReport(t *testing.T) {
 			attempted: rev1, applied: rev1, history: v1alpha1.SucceededReason, requeue: time.Minute,
 		},
 		{
+			name:  "drift corrected, the corrected operand not healthy yet",
+			prior: []metav1.Condition{readyTrue},
+			out: outcome{fetch: &fetchCall{}, artifact: art(rev1), target: "the local cluster", digest: "sha256:d", synced: true,
+				result: &reconciler.Result{ChangeSet: changeSet("KubeVirt/ns/kv configured"), Drifted: []string{"ns_kv_kubevirt.io_KubeVirt"},
+					Components: []reconciler.ComponentHealth{{Name: "hco", Health: reconciler.Healthy}, {Name: "virt", Health: reconciler.Progressing, Message: "KubeVirt/ns/kv: generation 3 applied, not read back yet (read 2)"}}}},
+			conditions: []string{
+				"Healthy=Unknown WaitingForHealth: virt progressing",
+				"Ready=Unknown WaitingForHealth: Revision " + rev1 + ": waiting for health: virt not healthy yet (status.components and converge tree say why)",
+				"Reconciling=True WaitingForHealth: Revision " + rev1 + ": waiting for health: virt not healthy yet (status.components and converge tree say why)",
+			},
+			events:    []string{"Normal DriftCorrected Revision " + rev1 + ": corrected drift of 1 object(s); waiting for health: virt not healthy yet (status.components and converge tree say why)\nKubeVirt/ns/kv configured" + ann(rev1)},
+			attempted: rev1, applied: rev1, history: v1alpha1.WaitingForHealthReason, requeue: 5 * time.Second,
+		},
+		{
 			name:  "nothing changed and Ready already: no event",
 			prior: []metav1.Condition{readyTrue},
 			out: outcome{fetch: &fetchCall{}, artifact: art(rev1), target: "the local cluster", digest: "sha256:d", synced: true,
