@@ -193,15 +193,16 @@ func (e *Engine) LoadDocuments(path string) (*config.Config, error) {
 }
 
 // Vet validates cfg: its HyperConverged and HostPathProvisioner against
-// the schema, without deriving anything, and, when it holds workloads,
+// the schema and then, when it holds a HyperConverged or workloads,
 // renders it (default facts; the config's HyperConverged, or
-// DefaultHyperConverged when it has none) so that every workload gets the
-// checks a Sync's render gives it — what Vet accepts, a Sync applies.
+// DefaultHyperConverged when it has none) so that the derivation runs as
+// a Sync's does — the HC's jsonpatch annotations applied to the operand
+// CRs, every workload checked — and what Vet accepts, a Sync applies.
 func (e *Engine) Vet(cfg *config.Config) error {
 	if err := e.vetStack(cfg); err != nil {
 		return err
 	}
-	if len(cfg.Workloads) == 0 {
+	if len(cfg.Workloads) == 0 && !cfg.HyperConverged.Exists() {
 		return nil
 	}
 	c := *cfg
