@@ -1,6 +1,8 @@
 package graph_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,4 +117,66 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRolesOfDerivedKubeVirt feeds the KubeVirt CR the graph derives for
+// `spec: {}` to the native virt operator's roles, as a Sync does: HCO's
+// architectureConfiguration (amd64 q35 with KubeVirt's default emulated
+// machines q35*, pc-q35*) and smbios are accepted without a refusal, and
+// the VM agent gets amd64's machine type, q35, its own default.
+func TestRolesOfDerivedKubeVirt(t *testing.T) {
+	e, err := graph.NewEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hc := "apiVersion: hco.kubevirt.io/v1\nkind: HyperConverged\nmetadata:\n  name: kubevirt-hyperconverged\n  namespace: kubevirt-hyperconverged\nspec: {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "hc.yaml"), []byte(hc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := e.LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.RenderWith(cfg, graph.Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv *unstructured.Unstructured
+	for _, o := range r.Objects() {
+		if o.GetKind() == "KubeVirt" {
+			kv = o
+		}
+	}
+	if kv == nil {
+		t.Fatal("no KubeVirt rendered")
+	}
+	if mt, _, _ := unstructured.NestedString(kv.Object, "spec", "configuration", "architectureConfiguration", "amd64", "machineType"); mt != "q35" {
+		t.Fatalf("derived amd64 machineType %q, want HCO's q35", mt)
+	}
+	roles, err := e.Roles("KubeVirt", kv, graph.RoleInputs{Namespace: kv.GetNamespace(), Images: map[string]string{"node": "registry.local/converge-node:v9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(roles.Refusals) != 0 {
+		t.Errorf("the derived KubeVirt is refused: %v", roles.Refusals)
+	}
+	var args []string
+	for _, o := range roles.Objects {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			c := c.(map[string]any)
+			if c["name"] == "vm-agent" {
+				for _, a := range c["args"].([]any) {
+					args = append(args, a.(string))
+				}
+			}
+		}
+	}
+	if !contains(args, "--machine-type=q35") {
+		t.Errorf("vm-agent args %v, want --machine-type=q35", args)
+	}
 }
