@@ -316,7 +316,9 @@ func (p *Pipeline) patchAt(ctx context.Context, send *unstructured.Unstructured,
 			out.base = before
 		}
 		out.requests++
-		err := p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+		err := retryNoMatch(ctx, p.Options.DiscoveryWait, p.Options.WaitInterval, func() error {
+			return p.Client.Patch(ctx, out.applied, client.Apply, client.FieldOwner(p.Options.fieldManager()), client.ForceOwnership)
+		})
 		if err == nil || !apierrors.IsConflict(err) || out.base == "" || attempt == 3 {
 			return out, err
 		}

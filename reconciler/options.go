@@ -72,6 +72,13 @@ type Options struct {
 	// prune requires; empty means OwnerGroup ("converge.dev"). Each native
 	// operator has its own, so its roles are never taken for the Sync's.
 	OwnerGroup string
+	// DiscoveryWait bounds how long an apply refused with "no matches for
+	// kind" is retried (every WaitInterval, the client's REST mapper
+	// reloading the group's discovery each time) before it fails: the API
+	// server serves a CRD's kind a moment after the CRD is established,
+	// and after a restart its discovery can lag behind CRDs that exist.
+	// Zero or negative tries once.
+	DiscoveryWait time.Duration
 }
 
 // fieldManager gives o.FieldManager, or FieldManager when empty.
@@ -91,11 +98,11 @@ func (o Options) ownerGroup() string {
 }
 
 // DefaultOptions returns concurrency 16, a 2-minute wait per stage polled
-// every 500ms, pruning on, health gates on, waits on and a 15s requeue
-// while waiting.
+// every 500ms, pruning on, health gates on, waits on, a 15s requeue
+// while waiting and a 10s discovery wait.
 func DefaultOptions() Options {
 	return Options{Concurrency: 16, WaitTimeout: 2 * time.Minute, WaitInterval: 500 * time.Millisecond,
-		Prune: true, HealthGates: true, Wait: true, WaitingRequeue: 15 * time.Second}
+		Prune: true, HealthGates: true, Wait: true, WaitingRequeue: 15 * time.Second, DiscoveryWait: 10 * time.Second}
 }
 
 // Owner is converge's ssa.Owner.

@@ -35,10 +35,14 @@ type cache struct {
 }
 
 // newCache returns the cache of ep below cacheDir. The directory name is
-// derived from the normalised URL and, when auth is set, a digest of the
-// credentials, so sources with different credentials never share a clone.
-func newCache(cacheDir string, ep endpoint, auth *Auth, timeout time.Duration, shallow bool) (*cache, error) {
+// derived from the normalised URL, the owner (Source.Owner) and, when auth
+// is set, a digest of the credentials, so sources of different owners or
+// with different credentials never share a clone.
+func newCache(cacheDir string, ep endpoint, owner string, auth *Auth, timeout time.Duration, shallow bool) (*cache, error) {
 	key := ep.key
+	if owner != "" {
+		key += "\x00owner=" + owner
+	}
 	if fp := auth.fingerprint(); fp != "" {
 		key += "\x00" + fp
 	}

@@ -22,7 +22,7 @@ func TestMaxCacheBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := newCache(cacheDir, ep, nil, time.Minute, false)
+		c, err := newCache(cacheDir, ep, "", nil, time.Minute, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -123,7 +123,7 @@ func (f *Fetcher) fetch(ctx context.Context, src Source) (Artifact, error) {
 	if src.Timeout > 0 {
 		timeout = src.Timeout
 	}
-	c, err := newCache(f.opts.CacheDir, ep, src.Auth, timeout, f.opts.Shallow)
+	c, err := newCache(f.opts.CacheDir, ep, src.Owner, src.Auth, timeout, f.opts.Shallow)
 	if err != nil {
 		return Artifact{}, err
 	}

@@ -96,6 +96,21 @@ type Source struct {
 	// Timeout, when positive, replaces Options.Timeout for this Source's
 	// network operations (Flux's spec.timeout).
 	Timeout time.Duration
+	// Owner, when set, keeps this Source's clone apart from the clones of
+	// every other owner, even of the same URL and credentials: the Sync
+	// controller passes "<namespace>/<name>", so no Sync reads a clone
+	// another Sync fetched (as each Flux GitRepository has its own
+	// artifact). Empty shares the clone by URL and credentials.
+	Owner string
+}
+
+// IsLocal reports whether raw names a repository on the local filesystem
+// (a path or a file:// URL) rather than a remote one. A raw URL that does
+// not parse is not local. Controllers that must not read their own disk
+// for a user (Flux's GitRepository refuses file://) refuse such Sources.
+func IsLocal(raw string) bool {
+	ep, err := parseURL(raw)
+	return err == nil && ep.kind == kindLocal
 }
 
 // endpointKind is the transport family of a URL.

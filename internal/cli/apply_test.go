@@ -35,9 +35,13 @@ func TestApplyDiff(t *testing.T) {
 	}
 	rows := func(out, action string) int { return strings.Count(out, " "+action+"\n") }
 
+	// As kubectl diff: exit 1 with differences, 0 without, 2 on an error.
 	out, code := run("diff", config)
-	if code != 0 || !strings.Contains(out, "+++ desired/KubeVirt/kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged") {
-		t.Fatalf("diff before apply (exit %d) does not show the KubeVirt to create:\n%s", code, out)
+	if code != 1 || !strings.Contains(out, "+++ desired/KubeVirt/kubevirt-hyperconverged/kubevirt-kubevirt-hyperconverged") {
+		t.Fatalf("diff before apply (exit %d, want 1) does not show the KubeVirt to create:\n%s", code, out)
+	}
+	if strings.Contains(out, "error:") {
+		t.Errorf("diff with differences printed an error:\n%s", out)
 	}
 
 	out, code = run("apply", "--revision", "r1", config)
@@ -64,7 +68,10 @@ func TestApplyDiff(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(config, "hyperconverged.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = run("diff", config)
+	out, code = run("diff", config)
+	if code != 1 {
+		t.Errorf("diff of a changed config exit %d, want 1", code)
+	}
 	if !strings.Contains(out, "+  uninstallStrategy: RemoveWorkloads") || !strings.Contains(out, "-  uninstallStrategy: BlockUninstallIfWorkloadsExist") {
 		t.Errorf("diff does not show the uninstallStrategy change:\n%s", out)
 	}
@@ -83,5 +90,9 @@ func TestApplyDiff(t *testing.T) {
 	out, code = run("apply", config)
 	if code != 1 || !strings.Contains(out, "spec.uninstallStrategy") || strings.Contains(out, "ACTION") {
 		t.Errorf("apply of a bad config: exit %d, want 1 with an error naming spec.uninstallStrategy and no inventory:\n%s", code, out)
+	}
+	out, code = run("diff", config)
+	if code != 2 || !strings.Contains(out, "error:") || !strings.Contains(out, "spec.uninstallStrategy") {
+		t.Errorf("diff of a bad config: exit %d, want 2 (kubectl diff's error code) with the error:\n%s", code, out)
 	}
 }

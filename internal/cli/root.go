@@ -33,7 +33,9 @@ type globals struct {
 }
 
 // Main runs the CLI with os.Args and returns the process exit code: 0 on
-// success, 1 on invalid input, a failed apply or a failed reconcile.
+// success, 1 on invalid input, a failed apply or a failed reconcile
+// (`converge diff`: 0 without differences, 1 with, 2 on an error, as
+// kubectl diff).
 // SIGINT and SIGTERM cancel the command (converge events --watch ends
 // with 0).
 func Main() int {
@@ -65,17 +67,40 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		code := 1
+		var ec *exitCodeError
+		if errors.As(err, &ec) {
+			code, err = ec.code, ec.err
+		}
 		var silent *silentError
-		if !errors.As(err, &silent) {
+		if err != nil && !errors.As(err, &silent) {
 			fmt.Fprintln(stderr, "error:", err)
 		}
-		return 1
+		return code
 	}
 	return 0
 }
 
 // silentError is an error already reported on stderr.
 type silentError struct{ error }
+
+// exitCodeError ends a command with an exit code other than 1: err, when
+// not nil, is printed as any error (e.g. `converge diff` exits 1 when it
+// found differences, with nothing more to say, and 2 on an error, as
+// kubectl diff).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitCodeError) Unwrap() error { return e.err }
 
 func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
