@@ -9,14 +9,10 @@ package config
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
-	"cuelang.org/go/encoding/yaml"
 )
 
 // Kinds the config may hold, by "apiVersion/kind".
@@ -41,7 +37,8 @@ type Config struct {
 	// Workloads are the workload documents (WorkloadKinds), in file order
 	// and, within a file, in document order.
 	Workloads []Document
-	// Files lists the files read, relative to Dir, sorted.
+	// Files lists the files read (Dir joined with each name, or Dir when
+	// it names a file), sorted.
 	Files []string
 }
 
@@ -55,20 +52,32 @@ type Document struct {
 	Pos token.Pos
 }
 
-// Error is a config Load refused: one line per problem, each naming
-// file:line:column.
+// Error is a config Load refused: one line per problem, each naming the
+// file and, where the problem has one, line, column and field path.
 type Error struct{ Lines []string }
 
 func (e *Error) Error() string { return strings.Join(e.Lines, "\n") }
 
 // Load reads every *.yaml, *.yml and *.json file directly in dir (or the
-// single file dir names), each possibly holding several YAML documents,
-// and sorts the documents by apiVersion and kind into the HyperConverged,
-// the HostPathProvisioner and the workloads (WorkloadKinds). It fails on
-// a syntax error, a document of any other kind (naming the accepted
-// ones), a document without apiVersion or kind, a second HC or HPP, or
-// when no HC is found; the error (*Error) has one line per problem, each
-// naming file:line:column.
+// single file dir names), each holding one or more YAML documents, and
+// sorts the documents by apiVersion and kind into the HyperConverged, the
+// HostPathProvisioner and the workloads (WorkloadKinds).
+//
+// Load never leaves dir (for a single file, its directory): it reads
+// through an os.Root, so a symbolic link is followed only while it stays
+// inside, and it reads regular files only, each of at most MaxFileBytes
+// and all together of at most MaxConfigBytes.
+//
+// It fails on a file it refuses (a link leading out of dir, a device, a
+// named pipe, a socket, a file above the bounds, text that is not UTF-8),
+// a file that holds no document (empty or comments only), a syntax
+// error, a key given twice in one mapping, an integer outside int64,
+// .inf or .nan, a document of any other kind (naming the accepted ones),
+// a document without apiVersion or kind, a second HC or HPP, or when no
+// HC is found. The error (*Error) has one line per problem, each naming
+// the file and, where the problem has one, line, column and field path.
+// Other errors say that dir cannot be read, holds no *.yaml, *.yml or
+// *.json file, or holds no HC.
 func Load(ctx *cue.Context, dir string) (*Config, error) {
 	cfg, err := LoadDocuments(ctx, dir)
 	if err != nil {
@@ -85,83 +94,25 @@ func Load(ctx *cue.Context, dir string) (*Config, error) {
 // vet` checks a file or directory holding workloads only (a VirtualMachine
 // manifest) with it.
 func LoadDocuments(ctx *cue.Context, dir string) (*Config, error) {
-	files, err := listFiles(dir)
+	files, lines, err := readFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &Config{Dir: dir}
-	var lines []string
-	for _, path := range files {
-		lines = append(lines, cfg.addFile(ctx, path)...)
-		cfg.Files = append(cfg.Files, path)
+	for _, f := range files {
+		docs, refused := decodeFile(ctx, f)
+		lines = append(lines, refused...)
+		for _, d := range docs {
+			if err := cfg.addDoc(d); err != nil {
+				lines = append(lines, err.Error())
+			}
+		}
+		cfg.Files = append(cfg.Files, f.path)
 	}
 	if len(lines) > 0 {
 		return nil, &Error{Lines: lines}
 	}
 	return cfg, nil
-}
-
-func listFiles(dir string) ([]string, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if !st.IsDir() {
-		return []string{dir}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	var files []string
-	for _, e := range entries {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
-		case ".yaml", ".yml", ".json":
-			if !e.IsDir() {
-				files = append(files, filepath.Join(dir, e.Name()))
-			}
-		}
-	}
-	sort.Strings(files)
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no *.yaml, *.yml or *.json files", dir)
-	}
-	return files, nil
-}
-
-// addFile adds the documents of the file at path and gives what it
-// refused, one line each.
-func (c *Config) addFile(ctx *cue.Context, path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return []string{fmt.Sprintf("config: %v", err)}
-	}
-	f, err := yaml.Extract(path, data)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	v := ctx.BuildFile(f)
-	if err := v.Err(); err != nil {
-		return []string{err.Error()}
-	}
-	docs := []cue.Value{v}
-	if v.Kind() == cue.ListKind {
-		docs = docs[:0]
-		it, _ := v.List()
-		for it.Next() {
-			docs = append(docs, it.Value())
-		}
-	}
-	var lines []string
-	for _, d := range docs {
-		if d.Kind() == cue.NullKind || d.IncompleteKind() == cue.TopKind {
-			continue // an empty YAML document, or one of comments only
-		}
-		if err := c.addDoc(d); err != nil {
-			lines = append(lines, err.Error())
-		}
-	}
-	return lines
 }
 
 func (c *Config) addDoc(d cue.Value) error {
