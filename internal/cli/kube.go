@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +27,8 @@ var scheme = func() *runtime.Scheme {
 }()
 
 // restConfig loads the kubeconfig the way kubectl does: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config; --context picks the context.
+// $KUBECONFIG, else ~/.kube/config; --context picks the context. Every
+// request is bounded by --request-timeout (requestTimeout).
 func (g *globals) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = g.kubeconfig
@@ -36,6 +38,10 @@ func (g *globals) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = 100, 200
+	if g.requestTimeout > 0 {
+		d := g.requestTimeout
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestTimeout{next: rt, d: d} })
+	}
 	return cfg, nil
 }
 

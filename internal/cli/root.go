@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,10 +27,12 @@ var Version = "dev"
 type globals struct {
 	kubeconfig  string
 	kubecontext string
-	facts       string
-	stdout      io.Writer
-	stderr      io.Writer
-	engine      *graph.Engine
+	// requestTimeout bounds each API request (0: unbounded).
+	requestTimeout time.Duration
+	facts          string
+	stdout         io.Writer
+	stderr         io.Writer
+	engine         *graph.Engine
 }
 
 // Main runs the CLI with os.Args and returns the process exit code: 0 on
@@ -112,6 +115,7 @@ func newRoot(g *globals) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
 	pf.StringVar(&g.kubecontext, "context", "", "the kubeconfig context to use")
+	pf.DurationVar(&g.requestTimeout, "request-timeout", DefaultRequestTimeout, "how long one request to the API server may take before the command gives up (a watch or stream: until its response starts); 0 waits forever, as kubectl's --request-timeout")
 	root.AddCommand(newVet(g), newRender(g), newDiff(g), newApply(g), newVersion(g),
 		newInstall(g), newGet(g), newTree(g), newEvents(g),
 		newReconcile(g), newSuspend(g), newResume(g), newVM(g),
