@@ -125,7 +125,8 @@ type SyncSpec struct {
 	// is deleted: Delete (default) or Orphan.
 	DeletionPolicy string `json:"deletionPolicy,omitempty"`
 	// Receiver, when set, lets a Git push webhook trigger a reconcile at
-	// once: POST /hook/<namespace>/<name> on the controller's receiver
+	// once: POST status.webhookPath (/hook/<sha256 of token, name and
+	// namespace>, as Flux's Receiver) on the controller's receiver
 	// address, authenticated with the token in the Secret.
 	Receiver *Receiver `json:"receiver,omitempty"`
 	// DependsOn lists Syncs that must be Ready (at their latest revision)
@@ -243,6 +244,10 @@ type SyncStatus struct {
 	Components []ComponentStatus `json:"components,omitempty"`
 	// History holds the last 5 revisions reconciled, newest first.
 	History []Snapshot `json:"history,omitempty"`
+	// WebhookPath is the URL path of the Sync's push receiver,
+	// "/hook/<hex sha256 of token+name+namespace>" (Flux's Receiver
+	// status.webhookPath), set while spec.receiver has a usable token.
+	WebhookPath string `json:"webhookPath,omitempty"`
 }
 
 // Inventory is the applied set: the one inventory type of converge, kept

@@ -5,7 +5,7 @@
 // cluster (its own, or a remote one from a kubeconfig Secret), correcting
 // drift as soon as its watches see it. It serves Prometheus metrics
 // (--metrics-bind-address) and the push webhook receiver
-// (--receiver-bind-address, POST /hook/<namespace>/<name>). It also
+// (--receiver-bind-address, POST a Sync's status.webhookPath). It also
 // serves the hco-webhook, which refuses a HyperConverged converge could
 // not render (operators/hco/hcowebhook), the VM validation webhook
 // (operators/virt/vmadmission) and the MAC pool's webhook
@@ -167,7 +167,7 @@ func run() error {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints, /debug/pprof/ (0 disables)")
-	flag.StringVar(&receiverAddr, "receiver-bind-address", ":9292", "address of the push webhook receiver, POST /hook/<namespace>/<name> (0 disables)")
+	flag.StringVar(&receiverAddr, "receiver-bind-address", ":9292", "address of the push webhook receiver, POST <a Sync's status.webhookPath> (0 disables)")
 	flag.StringVar(&watchNS, "watch-namespace", "", "reconcile only the Syncs of this namespace (default: all namespaces)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: in-cluster namespace)")
@@ -397,21 +397,25 @@ func wireCertificate(r *synccontroller.Reconciler, certs *webhook.Manager) {
 }
 
 // addReceiver serves the push webhook receiver on addr ("0" or "" serves
-// nothing): POST /hook/<namespace>/<name> triggers a reconcile of that
-// Sync. It runs on the leader only, where the reconciles happen.
+// nothing): POST <a Sync's status.webhookPath> triggers a reconcile of
+// that Sync. r keeps the receiver's index of paths and tokens; the
+// Handler reads nothing from the API before a request authenticates and
+// reads its Sync from the manager's cache after. It runs on the leader
+// only, where the reconciles happen. Call it before mgr starts.
 func addReceiver(mgr manager.Manager, addr string, r *synccontroller.Reconciler) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
+	r.Receivers = &receiver.Index{}
 	mux := http.NewServeMux()
-	mux.Handle(receiver.PathPrefix, &receiver.Handler{Reader: mgr.GetAPIReader(), Trigger: r.Trigger, Log: ctrl.Log.WithName("receiver")})
+	mux.Handle(receiver.PathPrefix, &receiver.Handler{Index: r.Receivers, Reader: mgr.GetClient(), Trigger: r.Trigger, Log: ctrl.Log.WithName("receiver")})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("receiver: listening on %s: %w", addr, err)
 		}
-		ctrl.Log.Info("receiver serving", "address", l.Addr().String(), "path", receiver.PathPrefix+"<namespace>/<name>")
+		ctrl.Log.Info("receiver serving", "address", l.Addr().String(), "path", receiver.PathPrefix+"<sha256 of token, name and namespace: the Sync's status.webhookPath>")
 		go func() {
 			<-ctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

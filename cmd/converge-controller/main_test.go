@@ -326,8 +326,25 @@ func TestControllerBinary(t *testing.T) {
 	// the HC update passes the hco-webhook (failurePolicy Fail).
 	sha := repo.Replace(t, "six migrations", "hyperconverged.yaml", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6")
 	next := "main@sha1:" + sha
-	req := gitserver.GitHubPush(t, "http://"+addr("receiver")+receiver.Path(syncKey), "hook-token", "main", sha)
-	resp, err := http.DefaultClient.Do(req)
+	// The hook's path is the Sync's status.webhookPath, a digest of the
+	// token; the former /hook/<namespace>/<name> is an unknown path.
+	hooked := &v1alpha1.Sync{}
+	if err := c.Get(ctx, syncKey, hooked); err != nil {
+		t.Fatal(err)
+	}
+	if want := receiver.Path(syncKey, []byte("hook-token")); hooked.Status.WebhookPath != want {
+		t.Fatalf("status.webhookPath = %q, want %q", hooked.Status.WebhookPath, want)
+	}
+	resp, err := http.DefaultClient.Do(gitserver.GitHubPush(t, "http://"+addr("receiver")+"/hook/"+syncKey.Namespace+"/"+syncKey.Name, "hook-token", "main", sha))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the former path /hook/<namespace>/<name> answered %s, want 404", resp.Status)
+	}
+	req := gitserver.GitHubPush(t, "http://"+addr("receiver")+hooked.Status.WebhookPath, "hook-token", "main", sha)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

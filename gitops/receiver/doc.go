@@ -5,13 +5,40 @@
 //
 // # Route
 //
-// POST /hook/<namespace>/<name> (Path gives it) addresses the Sync
-// <namespace>/<name>. The Sync must exist and have spec.receiver; its
-// spec.receiver.secretRef names a Secret in the Sync's namespace whose key
-// "token" is the shared secret, used byte for byte (no trimming), as
-// Flux's Receiver token. Mount the Handler on the prefix:
+// A Sync with spec.receiver is addressed at POST /hook/<digest>, where
+// <digest> is the lower-case hex SHA-256 of its token, name and namespace
+// concatenated (Path), Flux's Receiver formula. spec.receiver.secretRef
+// names a Secret in the Sync's namespace whose key "token" is the shared
+// secret, used byte for byte (no trimming), as Flux's Receiver token. The
+// Sync controller reads the Secret on every reconcile, keeps the path and
+// the token in an Index and publishes the path in the Sync's
+// status.webhookPath; a rotated token (the controller watches the
+// Secret's metadata) moves the path at the next reconcile. Mount the
+// Handler on the prefix:
 //
-//	mux.Handle("/hook/", &receiver.Handler{Reader: mgr.GetAPIReader(), Trigger: enqueue})
+//	idx := &receiver.Index{}                  // also given to the Sync controller
+//	mux.Handle(receiver.PathPrefix, &receiver.Handler{Index: idx, Reader: mgr.GetClient(), Trigger: enqueue})
+//
+// The path is not a secret to whoever may read the Sync, but it cannot be
+// guessed without the token. The former path /hook/<namespace>/<name> is
+// an unknown path like any other.
+//
+// # Order of the checks
+//
+// A request is authenticated before anything is read for it: the Handler
+// looks the path up in the Index (memory) and checks the signature or
+// token against the indexed token; only an authenticated request reads
+// its Sync, from the controller's cache. A request costs no API call
+// whatever it is. Up to authentication the answer does not depend on the
+// path: 405 with "Allow: POST" for another method, 413 for a body larger
+// than Handler.MaxBodyBytes (DefaultMaxBodyBytes, 1 MiB; GitHub caps
+// payloads at 25 MB but push payloads are far smaller), and for an
+// unknown path and for a missing or wrong signature or token the same
+// 404 as http.NotFound (the body "404 page not found"). Flux answers 404
+// for an unknown path and 401 for a bad signature; the digest being
+// unguessable that 401 would tell little, but one answer for both tells
+// nothing. The controller log says why a request at a known path was
+// refused.
 //
 // # Authentication
 //
@@ -33,10 +60,7 @@
 //     as Flux's generic-hmac Receiver (which calls go-github's
 //     ValidateSignature on X-Signature).
 //
-// A missing or wrong signature or token is answered 401 and triggers
-// nothing. A body larger than Handler.MaxBodyBytes (DefaultMaxBodyBytes,
-// 1 MiB; GitHub caps payloads at 25 MB but push payloads are far smaller)
-// is answered 413 before any signature is checked.
+// A missing or wrong signature or token triggers nothing (404, above).
 //
 // # Events and refs
 //
@@ -65,9 +89,8 @@
 // A push that passes is answered 200 "reconcile of <namespace>/<name>
 // requested" after Trigger returned, as Flux's Receiver answers 200.
 //
-// Errors: 404 "no receiver for <namespace>/<name>" when the Sync does not
-// exist or has no spec.receiver (the body does not say which); 405 with
-// "Allow: POST" for another method; 500 when the Sync or Secret cannot be
-// read or the Secret has no non-empty "token" (the details are logged,
-// not sent).
+// Errors after authentication: 404 (as above) when the Sync is no longer
+// in the cache, no longer has spec.receiver or is being deleted (the
+// Index follows the next reconcile); 500 when the Sync cannot be read
+// (the details are logged, not sent).
 package receiver

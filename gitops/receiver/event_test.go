@@ -83,25 +83,3 @@ func TestWants(t *testing.T) {
 		}
 	}
 }
-
-func TestParsePath(t *testing.T) {
-	tests := []struct {
-		path, ns, name string
-		ok             bool
-	}{
-		{"/hook/ns/a", "ns", "a", true},
-		{"/hook/ns/a.b-c/", "ns", "a.b-c", true},
-		{"/hook/ns", "", "", false},
-		{"/hook/ns/a/b", "", "", false},
-		{"/hook//a", "", "", false},
-		{"/hook/NS/a", "", "", false},
-		{"/hook/ns/..", "", "", false},
-		{"/other/ns/a", "", "", false},
-	}
-	for _, tt := range tests {
-		k, ok := parsePath(tt.path)
-		if ok != tt.ok || k.Namespace != tt.ns || k.Name != tt.name {
-			t.Errorf("%s: got %v %v", tt.path, k, ok)
-		}
-	}
-}

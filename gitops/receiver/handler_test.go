@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
@@ -31,13 +35,11 @@ const testNS = "hooks"
 
 // startAPIServer starts a control plane, installs the Sync CRD generated
 // by the graph engine and waits until it is Established, and creates the
-// test namespace. The client knows v1alpha1.
-func startAPIServer(t *testing.T) client.Client {
+// test namespace. The client knows v1alpha1; the Env gives its
+// rest.Config.
+func startAPIServer(t *testing.T) (*controlplane.Env, client.Client) {
 	t.Helper()
-	c := controlplane.StartForTest(t)
-	if err := v1alpha1.AddToScheme(c.Scheme()); err != nil {
-		t.Fatal(err)
-	}
+	env, c, _ := controlplane.StartEnvForTest(t, v1alpha1.AddToScheme)
 	ctx := context.Background()
 	e, err := graph.NewEngine()
 	if err != nil {
@@ -65,7 +67,7 @@ func startAPIServer(t *testing.T) client.Client {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return env, c
 }
 
 func newSync(name string, ref *v1alpha1.GitRef, secret string) *v1alpha1.Sync {
@@ -116,16 +118,68 @@ func (tr *triggers) take() []types.NamespacedName {
 	return k
 }
 
+// countingTransport counts the requests that reach the API server.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+// countedReaders gives two readers of the API server whose requests are
+// counted: an informer cache of Syncs, started and synced (what the
+// controller passes, mgr.GetClient() reads from one), and a direct
+// client, warmed up so that its REST mapper knows Syncs (a Get is then
+// exactly one request).
+func countedReaders(t *testing.T, env *controlplane.Env, scheme *runtime.Scheme) (cached, direct client.Reader, cachedCalls, directCalls *atomic.Int64) {
+	t.Helper()
+	counted := func(n *atomic.Int64) *rest.Config {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: n} })
+		return cfg
+	}
+	cachedCalls, directCalls = &atomic.Int64{}, &atomic.Int64{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ca, err := cache.New(counted(cachedCalls), cache.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.GetInformer(ctx, &v1alpha1.Sync{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		t.Fatal("the Sync cache did not sync")
+	}
+	dc, err := client.New(counted(directCalls), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dc.Get(ctx, types.NamespacedName{Namespace: testNS, Name: "main"}, &v1alpha1.Sync{}); err != nil {
+		t.Fatal(err)
+	}
+	return ca, dc, cachedCalls, directCalls
+}
+
+// answer is what an outsider sees of a response.
+type answer struct {
+	status            int
+	body, contentType string
+	nosniff           string
+}
+
+// TestHandler sends every kind of request to two Handlers sharing one
+// Index: one reading Syncs from an informer cache (as the controller
+// does) and one reading them straight from the API server, and checks
+// the answers, the triggers and the API requests each request cost: none
+// through the cache, and through the direct reader none before
+// authentication (one Get of the Sync for an authenticated push).
 func TestHandler(t *testing.T) {
-	c := startAPIServer(t)
-	create(t, c, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "hook-token"},
-		Data:       map[string][]byte{TokenKey: testToken},
-	})
-	create(t, c, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: "no-token"},
-		Data:       map[string][]byte{"other": []byte("x")},
-	})
+	env, c := startAPIServer(t)
 	create(t, c, newSync("main", &v1alpha1.GitRef{Branch: "main"}, "hook-token"))
 	create(t, c, newSync("semver", &v1alpha1.GitRef{SemVer: "^1"}, "hook-token"))
 	create(t, c, newSync("default-branch", nil, "hook-token"))
@@ -133,97 +187,160 @@ func TestHandler(t *testing.T) {
 	suspended.Spec.Suspend = true
 	create(t, c, suspended)
 	create(t, c, newSync("no-receiver", &v1alpha1.GitRef{Branch: "main"}, ""))
-	create(t, c, newSync("missing-secret", nil, "absent"))
-	create(t, c, newSync("no-token-key", nil, "no-token"))
+	create(t, c, newSync("other", &v1alpha1.GitRef{Branch: "main"}, "other-token"))
+	cached, direct, cachedCalls, directCalls := countedReaders(t, env, c.Scheme())
 
-	tr := &triggers{}
-	mux := http.NewServeMux()
-	mux.Handle(PathPrefix, &Handler{Reader: c, Trigger: tr.trigger, Log: testr.New(t), MaxBodyBytes: 1 << 20})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: testNS, Name: name} }
+	otherToken := []byte("other-token")
+	// The index as the Sync controller leaves it: every Sync with a
+	// receiver, plus "no-receiver" (its spec.receiver was just removed)
+	// and "absent" (just deleted), which the next reconcile drops.
+	idx := &Index{}
+	for name, tok := range map[string][]byte{"main": testToken, "semver": testToken, "default-branch": testToken,
+		"suspended": testToken, "no-receiver": testToken, "absent": testToken, "other": otherToken} {
+		if _, err := idx.Set(key(name), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(name string) string { return Path(key(name), testToken) }
 
-	mainKey := types.NamespacedName{Namespace: testNS, Name: "main"}
+	var cachedTr, directTr triggers
+	mux := func(r client.Reader, tr *triggers) *http.ServeMux {
+		m := http.NewServeMux()
+		m.Handle(PathPrefix, &Handler{Index: idx, Reader: r, Trigger: tr.trigger, Log: testr.New(t), MaxBodyBytes: 1 << 20})
+		return m
+	}
+	servers := []struct {
+		name  string
+		srv   *httptest.Server
+		tr    *triggers
+		calls *atomic.Int64
+	}{
+		{"cached", httptest.NewServer(mux(cached, &cachedTr)), &cachedTr, cachedCalls},
+		{"direct", httptest.NewServer(mux(direct, &directTr)), &directTr, directCalls},
+	}
+	for _, s := range servers {
+		t.Cleanup(s.srv.Close)
+	}
+	do := func(t *testing.T, srv *httptest.Server, method, path string, h http.Header, body []byte, chunked bool) answer {
+		t.Helper()
+		var r io.Reader = bytes.NewReader(body)
+		if chunked {
+			r = io.MultiReader(r) // hides the length: chunked encoding
+		}
+		req, err := http.NewRequest(method, srv.URL+path, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != http.MethodPost {
+			t.Errorf("405 with Allow %q, want POST", resp.Header.Get("Allow"))
+		}
+		return answer{resp.StatusCode, string(b), resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options")}
+	}
+	// notFound is what any path outside the hooks answers.
+	notFound := do(t, servers[0].srv, http.MethodPost, "/elsewhere", nil, nil, false)
+	if notFound.status != http.StatusNotFound {
+		t.Fatalf("the mux answers %d for an unknown path", notFound.status)
+	}
+
 	push := func(ref string) []byte { return []byte(`{"ref":"` + ref + `","after":"0123","commits":[]}`) }
 	mainPush := push("refs/heads/main")
 	ghSig := sign("sha256", sha256.New, mainPush, testToken)
+	gh := func(sig string) http.Header { return header(GitHubEventHeader, "push", GitHubSignatureHeader, sig) }
 	big := append(append([]byte(`{"ref":"refs/heads/main","pad":"`), bytes.Repeat([]byte("x"), 1<<20)...), '"', '}')
 	form := []byte("payload=" + url.QueryEscape(string(mainPush)))
+	ping := []byte(`{"zen":"Keep it logically awesome."}`)
 
 	tests := []struct {
 		name    string
 		method  string
-		key     types.NamespacedName
+		path    string
 		header  http.Header
 		body    []byte
 		chunked bool // send without Content-Length
 		status  int
-		trigger bool
-		reply   string // substring of the answer
+		reply   string // substring of the answer; "" with status 404: exactly notFound
+		trigger string // the Sync triggered, by name
+		reads   int64  // API requests through the direct reader
 	}{
-		{name: "valid GitHub push", key: mainKey, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, ghSig),
-			status: 200, trigger: true, reply: "reconcile of hooks/main requested"},
-		{name: "valid GitHub form-encoded push", key: mainKey, body: form,
+		{name: "valid GitHub push", path: at("main"), body: mainPush, header: gh(ghSig),
+			status: 200, trigger: "main", reads: 1, reply: "reconcile of hooks/main requested"},
+		{name: "valid GitHub form-encoded push", path: at("main"), body: form,
 			header: header(GitHubEventHeader, "push", "Content-Type", "application/x-www-form-urlencoded", GitHubSignatureHeader, sign("sha256", sha256.New, form, testToken)),
-			status: 200, trigger: true},
-		{name: "valid GitLab push", key: mainKey, body: mainPush,
-			header: header(GitLabEventHeader, "Push Hook", GitLabTokenHeader, string(testToken)),
-			status: 200, trigger: true},
-		{name: "valid generic sha256", key: mainKey, body: mainPush,
-			header: header(SignatureHeader, ghSig), status: 200, trigger: true},
-		{name: "valid generic sha512, body not JSON", key: mainKey, body: []byte("deploy please"),
-			header: header(SignatureHeader, sign("sha512", sha512.New, []byte("deploy please"), testToken)), status: 200, trigger: true},
-		{name: "valid generic sha1", key: mainKey, body: mainPush,
-			header: header(SignatureHeader, sign("sha1", sha1.New, mainPush, testToken)), status: 200, trigger: true},
-		{name: "GitHub ping", key: mainKey, body: []byte(`{"zen":"Keep it logically awesome."}`),
-			header: header(GitHubEventHeader, "ping", GitHubSignatureHeader, sign("sha256", sha256.New, []byte(`{"zen":"Keep it logically awesome."}`), testToken)),
-			status: 200, reply: "pong"},
-		{name: "GitHub ping with wrong signature", key: mainKey, body: []byte(`{}`),
-			header: header(GitHubEventHeader, "ping", GitHubSignatureHeader, ghSig), status: 401},
-		{name: "GitHub other event", key: mainKey, body: mainPush,
+			status: 200, trigger: "main", reads: 1},
+		{name: "valid GitLab push", path: at("main"), body: mainPush,
+			header: header(GitLabEventHeader, "Push Hook", GitLabTokenHeader, string(testToken)), status: 200, trigger: "main", reads: 1},
+		{name: "valid generic sha256", path: at("main"), body: mainPush, header: header(SignatureHeader, ghSig), status: 200, trigger: "main", reads: 1},
+		{name: "valid generic sha512, body not JSON", path: at("main"), body: []byte("deploy please"),
+			header: header(SignatureHeader, sign("sha512", sha512.New, []byte("deploy please"), testToken)), status: 200, trigger: "main", reads: 1},
+		{name: "valid generic sha1", path: at("main"), body: mainPush,
+			header: header(SignatureHeader, sign("sha1", sha1.New, mainPush, testToken)), status: 200, trigger: "main", reads: 1},
+		{name: "valid push to another Sync's path", path: Path(key("other"), otherToken), body: mainPush,
+			header: gh(sign("sha256", sha256.New, mainPush, otherToken)), status: 200, trigger: "other", reads: 1},
+		{name: "GitHub ping", path: at("main"), body: ping,
+			header: header(GitHubEventHeader, "ping", GitHubSignatureHeader, sign("sha256", sha256.New, ping, testToken)), status: 200, reply: "pong"},
+		{name: "GitHub other event", path: at("main"), body: mainPush,
 			header: header(GitHubEventHeader, "pull_request", GitHubSignatureHeader, ghSig), status: 202, reply: "ignored"},
-		{name: "GitHub wrong signature", key: mainKey, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, mainPush, []byte("wrong"))), status: 401},
-		{name: "GitHub missing signature", key: mainKey, body: mainPush,
-			header: header(GitHubEventHeader, "push"), status: 401},
-		{name: "GitLab wrong token", key: mainKey, body: mainPush,
-			header: header(GitLabEventHeader, "Push Hook", GitLabTokenHeader, "wrong"), status: 401},
-		{name: "generic missing signature", key: mainKey, body: mainPush, header: header(), status: 401},
-		{name: "GitHub push not JSON", key: mainKey, body: []byte("nope"),
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, []byte("nope"), testToken)), status: 400},
-		{name: "unknown Sync", key: types.NamespacedName{Namespace: testNS, Name: "absent"}, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, ghSig), status: 404, reply: "no receiver for hooks/absent\n"},
-		{name: "unknown namespace", key: types.NamespacedName{Namespace: "nowhere", Name: "main"}, body: mainPush,
-			header: header(SignatureHeader, ghSig), status: 404, reply: "no receiver for nowhere/main\n"},
-		{name: "Sync without receiver", key: types.NamespacedName{Namespace: testNS, Name: "no-receiver"}, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, ghSig), status: 404, reply: "no receiver for hooks/no-receiver\n"},
-		{name: "receiver Secret missing", key: types.NamespacedName{Namespace: testNS, Name: "missing-secret"}, body: mainPush,
-			header: header(SignatureHeader, ghSig), status: 500},
-		{name: "receiver Secret without token", key: types.NamespacedName{Namespace: testNS, Name: "no-token-key"}, body: mainPush,
-			header: header(SignatureHeader, ghSig), status: 500},
-		{name: "wrong branch", key: mainKey, body: push("refs/heads/other"),
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, push("refs/heads/other"), testToken)),
-			status: 202, reply: "ignored: push to refs/heads/other"},
-		{name: "GitLab tag push to a branch Sync", key: mainKey, body: push("refs/tags/v1.0.0"),
-			header: header(GitLabEventHeader, "Tag Push Hook", GitLabTokenHeader, string(testToken)),
-			status: 202, reply: "ignored: push to refs/tags/v1.0.0"},
-		{name: "GitLab tag push to a semver Sync", key: types.NamespacedName{Namespace: testNS, Name: "semver"}, body: push("refs/tags/v1.2.0"),
-			header: header(GitLabEventHeader, "Tag Push Hook", GitLabTokenHeader, string(testToken)), status: 200, trigger: true},
-		{name: "branch push to a semver Sync", key: types.NamespacedName{Namespace: testNS, Name: "semver"}, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, ghSig), status: 202, reply: "ignored: push to refs/heads/main"},
-		{name: "any branch push to a default-branch Sync", key: types.NamespacedName{Namespace: testNS, Name: "default-branch"}, body: push("refs/heads/other"),
-			header: header(SignatureHeader, sign("sha256", sha256.New, push("refs/heads/other"), testToken)), status: 200, trigger: true},
-		{name: "push to a suspended Sync", key: types.NamespacedName{Namespace: testNS, Name: "suspended"}, body: mainPush,
-			header: header(SignatureHeader, ghSig), status: 202, reply: "ignored: hooks/suspended is suspended"},
-		{name: "push to a suspended Sync, wrong signature", key: types.NamespacedName{Namespace: testNS, Name: "suspended"}, body: mainPush,
-			header: header(SignatureHeader, sign("sha256", sha256.New, mainPush, []byte("wrong"))), status: 401},
-		{name: "oversized body", key: mainKey, body: big,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, big, testToken)), status: 413},
-		{name: "oversized body without Content-Length", key: mainKey, body: big, chunked: true,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, big, testToken)), status: 413},
-		{name: "GET", method: http.MethodGet, key: mainKey, header: header(), status: 405},
-		{name: "PUT with a valid signature", method: http.MethodPut, key: mainKey, body: mainPush,
-			header: header(GitHubEventHeader, "push", GitHubSignatureHeader, ghSig), status: 405},
+		{name: "GitHub push not JSON", path: at("main"), body: []byte("nope"),
+			header: gh(sign("sha256", sha256.New, []byte("nope"), testToken)), status: 400, reads: 1},
+
+		// Unauthenticated, at a known path: the answer of an unknown path.
+		{name: "GitHub ping with wrong signature", path: at("main"), body: []byte(`{}`),
+			header: header(GitHubEventHeader, "ping", GitHubSignatureHeader, ghSig), status: 404},
+		{name: "GitHub wrong signature", path: at("main"), body: mainPush,
+			header: gh(sign("sha256", sha256.New, mainPush, []byte("wrong"))), status: 404},
+		{name: "GitHub missing signature", path: at("main"), body: mainPush, header: header(GitHubEventHeader, "push"), status: 404},
+		{name: "GitHub signature of another body", path: at("main"), body: push("refs/heads/evil"), header: gh(ghSig), status: 404},
+		{name: "GitLab wrong token", path: at("main"), body: mainPush,
+			header: header(GitLabEventHeader, "Push Hook", GitLabTokenHeader, "wrong"), status: 404},
+		{name: "generic missing signature", path: at("main"), body: mainPush, header: header(), status: 404},
+		{name: "one Sync's token at another's path", path: Path(key("other"), otherToken), body: mainPush, header: gh(ghSig), status: 404},
+		{name: "push to a suspended Sync, wrong signature", path: at("suspended"), body: mainPush,
+			header: header(SignatureHeader, sign("sha256", sha256.New, mainPush, []byte("wrong"))), status: 404},
+
+		// Unknown paths, with a valid signature.
+		{name: "former path /hook/<namespace>/<name>", path: "/hook/hooks/main", body: mainPush, header: gh(ghSig), status: 404},
+		{name: "path of a Sync with another token", path: Path(key("main"), []byte("guess")), body: mainPush, header: gh(ghSig), status: 404},
+		{name: "path of a Sync never indexed", path: Path(key("nowhere"), testToken), body: mainPush, header: gh(ghSig), status: 404},
+		{name: "known path with a trailing slash", path: at("main") + "/", body: mainPush, header: gh(ghSig), status: 404},
+		{name: "known digest upper-cased", path: PathPrefix + strings.ToUpper(strings.TrimPrefix(at("main"), PathPrefix)), body: mainPush, header: gh(ghSig), status: 404},
+		{name: "prefix alone", path: PathPrefix, body: mainPush, header: gh(ghSig), status: 404},
+
+		// Authenticated, but the Sync no longer takes pushes.
+		{name: "indexed Sync deleted", path: at("absent"), body: mainPush, header: gh(ghSig), status: 404, reads: 1},
+		{name: "indexed Sync without receiver", path: at("no-receiver"), body: mainPush, header: gh(ghSig), status: 404, reads: 1},
+
+		// The ref filter and suspension.
+		{name: "wrong branch", path: at("main"), body: push("refs/heads/other"),
+			header: gh(sign("sha256", sha256.New, push("refs/heads/other"), testToken)), status: 202, reply: "ignored: push to refs/heads/other", reads: 1},
+		{name: "GitLab tag push to a branch Sync", path: at("main"), body: push("refs/tags/v1.0.0"),
+			header: header(GitLabEventHeader, "Tag Push Hook", GitLabTokenHeader, string(testToken)), status: 202, reply: "ignored: push to refs/tags/v1.0.0", reads: 1},
+		{name: "GitLab tag push to a semver Sync", path: at("semver"), body: push("refs/tags/v1.2.0"),
+			header: header(GitLabEventHeader, "Tag Push Hook", GitLabTokenHeader, string(testToken)), status: 200, trigger: "semver", reads: 1},
+		{name: "branch push to a semver Sync", path: at("semver"), body: mainPush, header: gh(ghSig), status: 202, reply: "ignored: push to refs/heads/main", reads: 1},
+		{name: "any branch push to a default-branch Sync", path: at("default-branch"), body: push("refs/heads/other"),
+			header: header(SignatureHeader, sign("sha256", sha256.New, push("refs/heads/other"), testToken)), status: 200, trigger: "default-branch", reads: 1},
+		{name: "push to a suspended Sync", path: at("suspended"), body: mainPush, header: header(SignatureHeader, ghSig),
+			status: 202, reply: "ignored: hooks/suspended is suspended", reads: 1},
+
+		// Answered before the path is looked up, the same at every path.
+		{name: "oversized body", path: at("main"), body: big, header: gh(sign("sha256", sha256.New, big, testToken)), status: 413},
+		{name: "oversized body, unknown path", path: "/hook/nothing", body: big, header: gh(sign("sha256", sha256.New, big, testToken)), status: 413},
+		{name: "oversized body without Content-Length", path: at("main"), body: big, chunked: true,
+			header: gh(sign("sha256", sha256.New, big, testToken)), status: 413},
+		{name: "oversized body without Content-Length, unknown path", path: "/hook/nothing", body: big, chunked: true, header: gh(ghSig), status: 413},
+		{name: "GET", method: http.MethodGet, path: at("main"), header: header(), status: 405},
+		{name: "GET, unknown path", method: http.MethodGet, path: "/hook/nothing", header: header(), status: 405},
+		{name: "PUT with a valid signature", method: http.MethodPut, path: at("main"), body: mainPush, header: gh(ghSig), status: 405},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,70 +348,39 @@ func TestHandler(t *testing.T) {
 			if method == "" {
 				method = http.MethodPost
 			}
-			var body io.Reader = bytes.NewReader(tt.body)
-			if tt.chunked {
-				body = io.MultiReader(body) // hides the length: chunked encoding
-			}
-			req, err := http.NewRequest(method, srv.URL+Path(tt.key), body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, v := range tt.header {
-				req.Header[k] = v
-			}
-			start := time.Now()
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			t.Logf("%d %q in %s", resp.StatusCode, got, time.Since(start))
-			if resp.StatusCode != tt.status {
-				t.Errorf("status: got %d, want %d", resp.StatusCode, tt.status)
-			}
-			if tt.reply != "" && !strings.Contains(string(got), tt.reply) {
-				t.Errorf("reply: got %q, want it to contain %q", got, tt.reply)
-			}
-			if tt.status == 405 && resp.Header.Get("Allow") != http.MethodPost {
-				t.Errorf("Allow header: got %q, want POST", resp.Header.Get("Allow"))
-			}
-			if strings.Contains(string(got), string(testToken)) {
-				t.Errorf("reply reveals the token: %q", got)
-			}
-			keys := tr.take()
-			switch {
-			case tt.trigger && (len(keys) != 1 || keys[0] != tt.key):
-				t.Errorf("Trigger: got %v, want exactly [%s]", keys, tt.key)
-			case !tt.trigger && len(keys) != 0:
-				t.Errorf("Trigger fired with %v, want no trigger", keys)
+			for _, s := range servers {
+				before := s.calls.Load()
+				start := time.Now()
+				got := do(t, s.srv, method, tt.path, tt.header, tt.body, tt.chunked)
+				calls := s.calls.Load() - before
+				t.Logf("%s: %d %q in %s, %d API requests", s.name, got.status, got.body, time.Since(start), calls)
+				if got.status != tt.status {
+					t.Errorf("%s: status %d, want %d", s.name, got.status, tt.status)
+				}
+				if tt.status == http.StatusNotFound && tt.reply == "" && got != notFound {
+					t.Errorf("%s: answer %+v, want the answer of an unknown path %+v", s.name, got, notFound)
+				}
+				if tt.reply != "" && !strings.Contains(got.body, tt.reply) {
+					t.Errorf("%s: reply %q, want it to contain %q", s.name, got.body, tt.reply)
+				}
+				if strings.Contains(got.body, string(testToken)) {
+					t.Errorf("%s: reply reveals the token: %q", s.name, got.body)
+				}
+				want := tt.reads
+				if s.name == "cached" {
+					want = 0
+				}
+				if calls != want {
+					t.Errorf("%s reader: %d API requests, want %d", s.name, calls, want)
+				}
+				keys := s.tr.take()
+				switch {
+				case tt.trigger != "" && (len(keys) != 1 || keys[0] != key(tt.trigger)):
+					t.Errorf("%s: Trigger got %v, want exactly [%s]", s.name, keys, key(tt.trigger))
+				case tt.trigger == "" && len(keys) != 0:
+					t.Errorf("%s: Trigger fired with %v, want no trigger", s.name, keys)
+				}
 			}
 		})
-	}
-
-	// The 404 body is the same whether the Sync or its receiver is missing.
-	t.Run("404 bodies do not tell a missing Sync from a missing receiver", func(t *testing.T) {
-		answer := func(name string) string {
-			resp, err := srv.Client().Post(srv.URL+Path(types.NamespacedName{Namespace: testNS, Name: name}), "application/json", bytes.NewReader(mainPush))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return strings.ReplaceAll(string(b), name, "<name>")
-		}
-		if a, b := answer("absent"), answer("no-receiver"); a != b {
-			t.Errorf("bodies differ: %q vs %q", a, b)
-		}
-	})
-}
-
-func TestPath(t *testing.T) {
-	k := types.NamespacedName{Namespace: "ns", Name: "a.b"}
-	if got := Path(k); got != "/hook/ns/a.b" {
-		t.Errorf("Path: got %q", got)
-	}
-	if got, ok := parsePath(Path(k)); !ok || got != k {
-		t.Errorf("parsePath(Path(%s)): got %v %v", k, got, ok)
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/metrics"
+	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/graph"
@@ -45,6 +46,7 @@ type testEnv struct {
 	repo        *gitserver.Repo
 	git         *gitserver.HTTP
 	rec         *synccontroller.Reconciler
+	hooks       *receiver.Index // the Reconciler's Receivers
 	reg         *prometheus.Registry
 	ns          string
 }
@@ -140,8 +142,9 @@ func startEnv(t *testing.T) *testEnv {
 	}
 	opts := synccontroller.DefaultOptions()
 	opts.DependencyRequeue, opts.RetryInterval, opts.HealthRequeue = 2*time.Second, 2*time.Second, 2*time.Second
+	e.hooks = &receiver.Index{}
 	e.rec = &synccontroller.Reconciler{Engine: engine, Fetcher: source.NewFetcher(source.Options{CacheDir: t.TempDir()}),
-		Metrics: m, Options: opts}
+		Metrics: m, Options: opts, Receivers: e.hooks}
 	if err := e.rec.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

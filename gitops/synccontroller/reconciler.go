@@ -19,6 +19,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/metrics"
+	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/reconciler"
@@ -72,6 +73,12 @@ type Reconciler struct {
 	// block); its error ends the reconcile, which is retried. main holds
 	// reconciles until the hco-webhook's Service can be reached.
 	Gate func(ctx context.Context) error
+	// Receivers, if set, is the push receiver's index: every reconcile of
+	// a Sync with spec.receiver reads its Secret and indexes its hook
+	// path and token, and publishes the path in status.webhookPath; a Sync
+	// deleted or without spec.receiver leaves it. Nil (no receiver
+	// served) publishes no path.
+	Receivers *receiver.Index
 
 	targets *targets
 	renders renders
@@ -132,6 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("Sync %s: reading: %w", req.NamespacedName, err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
+		r.forgetReceiver(req.NamespacedName)
 		return r.finalize(ctx, s)
 	}
 	if !controllerutil.ContainsFinalizer(s, v1alpha1.Finalizer) {
@@ -144,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	key := metricsKey(s)
 	r.Metrics.RecordSuspend(key, s.Spec.Suspend)
 	st := &statusPatcher{c: r.Client, base: s.DeepCopy()}
+	r.updateReceiver(ctx, s)              // status.webhookPath and the receiver's index
 	out := r.reconcile(ctx, s, st, start) // suspend, dependsOn, fetch → render → apply
 	res, rerr := r.report(ctx, s, out)    // conditions, history, events, metrics, log
 	s.Status.ObservedGeneration = s.Generation
@@ -195,6 +204,7 @@ func (r *Reconciler) retryInterval(s *v1alpha1.Sync) time.Duration {
 // stopping the cache of a remote target no other Sync uses.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.renders.forget(key)
+	r.forgetReceiver(key)
 	if r.targets != nil {
 		r.targets.forget(ctx, key)
 	}

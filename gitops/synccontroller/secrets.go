@@ -11,8 +11,9 @@ import (
 )
 
 // secretNames lists the Secrets, in its namespace, that s reads on a
-// reconcile: the source's credentials, the verification keys and the
-// target's kubeconfig (the receiver's token is read per request).
+// reconcile: the source's credentials, the verification keys, the
+// target's kubeconfig and the receiver's token (a rotated token moves the
+// hook path at once).
 func secretNames(s *v1alpha1.Sync) []string {
 	var out []string
 	if r := s.Spec.Source.SecretRef; r != nil {
@@ -23,6 +24,9 @@ func secretNames(s *v1alpha1.Sync) []string {
 	}
 	if t := s.Spec.Target; t != nil {
 		out = append(out, t.KubeConfig.SecretRef.Name)
+	}
+	if rc := s.Spec.Receiver; rc != nil {
+		out = append(out, rc.SecretRef.Name)
 	}
 	return out
 }

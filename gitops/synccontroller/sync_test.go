@@ -24,6 +24,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/receiver"
+	"github.com/converge-dev/converge/gitops/synccontroller"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 )
@@ -350,25 +351,80 @@ func TestSync(t *testing.T) {
 		}
 	})
 
+	// The receiver: without its Secret the Sync says so and has no hook
+	// path; once the Secret appears (it is watched) the Sync publishes its
+	// path (a digest of the token), a signed push there applies a commit
+	// at once, a rotated token moves the path, and without spec.receiver
+	// no path is served.
 	t.Run("receiver", func(t *testing.T) {
-		e.create(t, e.c1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "hook"}, Data: map[string][]byte{"token": []byte("hook-token")}})
 		e.patchSync(t, local, `{"spec":{"receiver":{"secretRef":{"name":"hook"}}}}`)
-		e.wait(t, local, time.Minute, "Ready", ready)
-		srv := httptest.NewServer(&receiver.Handler{Reader: e.c1, Trigger: e.rec.Trigger})
-		defer srv.Close()
-		rev := e.commit(t, "seven migrations", "parallelMigrationsPerCluster: 6", "parallelMigrationsPerCluster: 7")
-		req := gitserver.GitHubPush(t, srv.URL+receiver.Path(local), "hook-token", "main", strings.TrimPrefix(rev, "main@sha1:"))
-		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		controlplane.Eventually(t, time.Minute, func() bool {
+			for _, m := range e.events(t, local.Name)[synccontroller.ReceiverFailedReason] {
+				if strings.Contains(m, "Secret converge/hook (spec.receiver.secretRef): secrets \"hook\" not found") {
+					return true
+				}
+			}
+			return false
+		})
+		if s, _ := e.wait(t, local, time.Minute, "Ready", ready); s.Status.WebhookPath != "" {
+			t.Errorf("status.webhookPath %q without the receiver's Secret", s.Status.WebhookPath)
 		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("receiver answered %s", resp.Status)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "hook"}, Data: map[string][]byte{"token": []byte("hook-token")}}
+		e.create(t, e.c1, secret)
+		first := receiver.Path(local, []byte("hook-token"))
+		e.wait(t, local, time.Minute, "Ready with status.webhookPath", func(s *v1alpha1.Sync) bool { return ready(s) && s.Status.WebhookPath == first })
+		srv := httptest.NewServer(&receiver.Handler{Index: e.hooks, Reader: e.c1, Trigger: e.rec.Trigger})
+		defer srv.Close()
+		post := func(path, token, sha string) int {
+			t.Helper()
+			resp, err := http.DefaultClient.Do(gitserver.GitHubPush(t, srv.URL+path, token, "main", sha))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+
+		rev := e.commit(t, "seven migrations", "parallelMigrationsPerCluster: 6", "parallelMigrationsPerCluster: 7")
+		sha := strings.TrimPrefix(rev, "main@sha1:")
+		if code := post("/hook/"+local.Namespace+"/"+local.Name, "hook-token", sha); code != http.StatusNotFound {
+			t.Errorf("the former path /hook/<namespace>/<name> answered %d, want 404", code)
+		}
+		start := time.Now()
+		if code := post(first, "hook-token", sha); code != http.StatusOK {
+			t.Fatalf("receiver answered %d at status.webhookPath", code)
 		}
 		e.wait(t, local, time.Minute, "pushed revision applied", readyAt(rev))
 		t.Logf("pushed commit applied %s after the webhook (interval 1h)", time.Since(start))
+
+		// A new token (the Secret is watched) moves the path; the old
+		// path and the old token are refused from then on.
+		secret.Data["token"] = []byte("hook-token-2")
+		if err := e.c1.Update(context.Background(), secret); err != nil {
+			t.Fatal(err)
+		}
+		second := receiver.Path(local, []byte("hook-token-2"))
+		e.wait(t, local, time.Minute, "status.webhookPath of the new token", func(s *v1alpha1.Sync) bool { return s.Status.WebhookPath == second })
+		for _, tc := range []struct {
+			name, path, token string
+			want              int
+		}{
+			{"old path, old token", first, "hook-token", http.StatusNotFound},
+			{"new path, old token", second, "hook-token", http.StatusNotFound},
+			{"new path, new token", second, "hook-token-2", http.StatusOK},
+		} {
+			if code := post(tc.path, tc.token, sha); code != tc.want {
+				t.Errorf("%s: %d, want %d", tc.name, code, tc.want)
+			}
+		}
+
+		e.patchSync(t, local, `{"spec":{"receiver":null}}`)
+		e.wait(t, local, time.Minute, "no status.webhookPath", func(s *v1alpha1.Sync) bool {
+			return s.Status.ObservedGeneration == s.Generation && s.Status.WebhookPath == ""
+		})
+		if code := post(second, "hook-token-2", sha); code != http.StatusNotFound {
+			t.Errorf("without spec.receiver the path answered %d, want 404", code)
+		}
 	})
 
 	t.Run("suspend", func(t *testing.T) {

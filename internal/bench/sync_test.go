@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -226,6 +225,14 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 	}
 	head := gitserver.Git(b, repo.Dir, "rev-parse", "HEAD")
 	waitApplied(b, c, key, head, 3*time.Minute, 100*time.Millisecond, dir)
+	synced := &v1alpha1.Sync{}
+	if err := c.Get(ctx, key, synced); err != nil {
+		b.Fatal(err)
+	}
+	hookURL := fmt.Sprintf("http://127.0.0.1:%d%s", hook, synced.Status.WebhookPath)
+	if synced.Status.WebhookPath == "" {
+		b.Fatalf("Sync %s has no status.webhookPath", key)
+	}
 
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	before := scrape(b, metricsURL)
@@ -234,7 +241,7 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 	for b.Loop() {
 		sha := repo.Replace(b, "bench", "hyperconverged.yaml", migrations+strconv.Itoa(n), migrations+strconv.Itoa(n+1))
 		n++
-		req := gitserver.GitHubPush(b, fmt.Sprintf("http://127.0.0.1:%d%s", hook, receiver.Path(key)), "hook-token", "main", sha)
+		req := gitserver.GitHubPush(b, hookURL, "hook-token", "main", sha)
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
@@ -272,7 +273,18 @@ func TestSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hook := fmt.Sprintf("http://%s:%d/hook/%s/%s", p.Status.PodIP, receiverPort, controllerNS, syncName)
+		// The hook's path is published in status.webhookPath once the
+		// controller read the token.
+		key := types.NamespacedName{Namespace: controllerNS, Name: syncName}
+		path := receiver.Path(key, []byte(token))
+		eventually(t, time.Minute, "status.webhookPath is the digest of the token", func() (bool, string) {
+			s := &v1alpha1.Sync{}
+			if err := e.Client.Get(ctx, key, s); err != nil {
+				return false, err.Error()
+			}
+			return s.Status.WebhookPath == path, "status.webhookPath " + s.Status.WebhookPath
+		})
+		hook := fmt.Sprintf("http://%s:%d%s", p.Status.PodIP, receiverPort, path)
 		next := repo.Replace(t, "parallel migrations 7", hcFile, "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 7")
 		hc := &http.Client{Timeout: 10 * time.Second}
 		for _, tc := range []struct {
@@ -280,7 +292,7 @@ func TestSync(t *testing.T) {
 			code  int
 			body  string
 		}{
-			{"wrong-token", http.StatusUnauthorized, "X-Hub-Signature-256"},
+			{"wrong-token", http.StatusNotFound, "404 page not found"},
 			{token, http.StatusOK, "reconcile of " + controllerNS + "/" + syncName + " requested"},
 		} {
 			resp, err := hc.Do(gitserver.GitHubPush(t, hook, tc.token, "main", next))
