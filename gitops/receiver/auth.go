@@ -64,8 +64,14 @@ var errUnauthenticated = errors.New("unauthenticated")
 
 // authenticate checks the request's signature or token for p against
 // token, over the raw body. It returns nil or an error wrapping
-// errUnauthenticated that names the header and what was expected.
+// errUnauthenticated that names the header and what was expected; an
+// empty token authenticates nothing.
 func authenticate(p provider, h http.Header, body, token []byte) error {
+	if len(token) == 0 {
+		// An empty key would make every HMAC computable (the Index
+		// refuses empty tokens; this keeps it so here too).
+		return fmt.Errorf("%w: the receiver has no token", errUnauthenticated)
+	}
 	switch p {
 	case github:
 		sig := h.Get(GitHubSignatureHeader)

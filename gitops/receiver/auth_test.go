@@ -131,3 +131,20 @@ func TestWrongKey(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyToken: a receiver without a token authenticates nothing, not
+// even a signature made with the empty key.
+func TestEmptyToken(t *testing.T) {
+	for _, tc := range []struct {
+		p provider
+		h http.Header
+	}{
+		{generic, header(SignatureHeader, sign("sha256", sha256.New, testBody, nil))},
+		{github, header(GitHubEventHeader, "push", GitHubSignatureHeader, sign("sha256", sha256.New, testBody, nil))},
+		{gitlab, header(GitLabEventHeader, "Push Hook", GitLabTokenHeader, "")},
+	} {
+		if err := authenticate(tc.p, tc.h, testBody, nil); !errors.Is(err, errUnauthenticated) {
+			t.Errorf("%s with an empty token: %v, want refused", tc.p, err)
+		}
+	}
+}
