@@ -13,7 +13,7 @@ import (
 
 // SyncCRD generates the CustomResourceDefinition syncs.converge.dev from the
 // schema's #Sync, with kubectl printer columns for readiness, status
-// message, applied revision and suspension. It is part of converge's own
+// message, applied revision, suspension and the receiver's webhook path. It is part of converge's own
 // bundle (the controller's), not of the HyperConverged graph.
 func (e *Engine) SyncCRD() (*unstructured.Unstructured, error) {
 	defer e.Lock()()
@@ -28,6 +28,7 @@ func (e *Engine) SyncCRD() (*unstructured.Unstructured, error) {
 			{Name: "Status", Type: "string", JSONPath: cond("Ready", "message")},
 			{Name: "Revision", Type: "string", JSONPath: ".status.lastAppliedRevision", Priority: 1},
 			{Name: "Suspended", Type: "boolean", JSONPath: ".spec.suspend"},
+			{Name: "Webhook", Type: "string", JSONPath: ".status.webhookPath", Priority: 1},
 		},
 	})
 	if err != nil {

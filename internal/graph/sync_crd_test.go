@@ -27,6 +27,7 @@ func TestSyncCRD(t *testing.T) {
 		{"schema", "openAPIV3Schema", "properties", "spec", "properties", "source", "properties", "url"},
 		{"schema", "openAPIV3Schema", "properties", "spec", "properties", "deletionPolicy"},
 		{"schema", "openAPIV3Schema", "properties", "status", "properties", "inventory"},
+		{"schema", "openAPIV3Schema", "properties", "status", "properties", "webhookPath"},
 		{"subresources", "status"},
 	} {
 		if _, ok, _ := unstructured.NestedFieldNoCopy(v, path...); !ok {
