@@ -72,9 +72,10 @@ func (e *Error) Error() string { return strings.Join(e.Lines, "\n") }
 // named pipe, a socket, a file above the bounds, text that is not UTF-8),
 // a file that holds no document (empty or comments only), a syntax
 // error, a key given twice in one mapping, an integer outside int64,
-// .inf or .nan, a document of any other kind (naming the accepted ones),
-// a document without apiVersion or kind, a second HC or HPP, or when no
-// HC is found. The error (*Error) has one line per problem, each naming
+// .inf or .nan, a mapping, list or file of more than MaxCollectionItems
+// keys, items or documents, more than MaxNodes YAML nodes, a document of any other kind (naming the
+// accepted ones), a document without apiVersion or kind, a second HC or
+// HPP, or when no HC is found. The error (*Error) has one line per problem, each naming
 // the file and, where the problem has one, line, column and field path.
 // Other errors say that dir cannot be read, holds no *.yaml, *.yml or
 // *.json file, or holds no HC.
@@ -99,8 +100,10 @@ func LoadDocuments(ctx *cue.Context, dir string) (*Config, error) {
 		return nil, err
 	}
 	cfg := &Config{Dir: dir}
+	nodes := 0
 	for _, f := range files {
-		docs, refused := decodeFile(ctx, f)
+		docs, refused, n := decodeFile(ctx, f, MaxNodes-nodes)
+		nodes += n
 		lines = append(lines, refused...)
 		for _, d := range docs {
 			if err := cfg.addDoc(d); err != nil {

@@ -15,22 +15,28 @@ import (
 // nothing after it). It gives one line per problem instead, each naming
 // f.path and, where there is one, the line, column and field path: text
 // that is not UTF-8 YAML, a syntax error, a duplicate key, a number
-// Kubernetes cannot hold (checkSyntax), and a file that holds no
-// document at all (empty, or comments only).
-func decodeFile(ctx *cue.Context, f file) ([]cue.Value, []string) {
+// Kubernetes cannot hold, a collection above MaxCollectionItems, more
+// than left nodes (checkSyntax; nodeBound before decoding), and a file
+// that holds no document at all (empty, or comments only). It gives the
+// number of nodes too.
+func decodeFile(ctx *cue.Context, f file, left int) ([]cue.Value, []string, int) {
 	if line := checkText(f.path, f.data); line != "" {
-		return nil, []string{line}
+		return nil, []string{line}, 0
+	}
+	if n := nodeBound(f.data); n > left {
+		return nil, []string{fmt.Sprintf("%s: may hold more YAML nodes than the config's %d (MaxNodes; counting the line feeds and , : - ? [ { of its text); a config is a handful of manifests", f.path, MaxNodes)}, 0
 	}
 	af, err := yaml.Extract(f.path, f.data)
 	if err != nil {
-		return nil, []string{placeYAMLError(f.path, f.data, err)}
+		return nil, []string{placeYAMLError(f.path, f.data, err)}, 0
 	}
-	if lines := checkSyntax(documents(af)); len(lines) > 0 {
-		return nil, lines
+	lines, nodes := checkSyntax(f.path, documents(af), left)
+	if len(lines) > 0 {
+		return nil, lines, nodes
 	}
 	v := ctx.BuildFile(af)
 	if err := v.Err(); err != nil {
-		return nil, placeCUEError(f.path, err)
+		return nil, placeCUEError(f.path, err), nodes
 	}
 	docs := []cue.Value{v}
 	if v.Kind() == cue.ListKind {
@@ -48,9 +54,9 @@ func decodeFile(ctx *cue.Context, f file) ([]cue.Value, []string) {
 		kept = append(kept, d)
 	}
 	if len(kept) == 0 {
-		return nil, []string{fmt.Sprintf("%s: holds no YAML document (it is empty or holds only comments); a config file holds one or more manifests", f.path)}
+		return nil, []string{fmt.Sprintf("%s: holds no YAML document (it is empty or holds only comments); a config file holds one or more manifests", f.path)}, nodes
 	}
-	return kept, nil
+	return kept, nil, nodes
 }
 
 // documents gives the documents of a file yaml.Extract decoded: several

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,9 +57,9 @@ func TestLoadErrorsHaveAPlace(t *testing.T) {
 			n: []int64{-9223372036854775808, 9223372036854775807}},
 		{name: "an integer tagged float", text: cm + "data:\n  n: !!float 3\n", n: []int64{3}},
 		{name: "infinity", text: cm + "data:\n  n: -.inf\n",
-			want: `x.yaml:6:6: data.n: -Inf is not a number Kubernetes can hold: JSON has no infinity and no NaN`},
+			want: `x.yaml:6:6: data.n: -infinity (YAML's .inf or .nan) is not a number Kubernetes can hold: JSON has no infinity and no NaN`},
 		{name: "NaN", text: cm + "data:\n  n: .nan\n",
-			want: `x.yaml:6:6: data.n: NaN is not a number Kubernetes can hold: JSON has no infinity and no NaN`},
+			want: `x.yaml:6:6: data.n: NaN (YAML's .inf or .nan) is not a number Kubernetes can hold: JSON has no infinity and no NaN`},
 
 		// Syntax and encoding errors.
 		{name: "scanner error on line 1", text: "a: b: c\n",
@@ -111,6 +112,88 @@ func TestLoadErrorsHaveAPlace(t *testing.T) {
 				if err != nil || !got.IsInt64() || got.Int64() != tc.n[i] {
 					t.Errorf("document %d: data.n = %v (%v), want %d", i, got, err, tc.n[i])
 				}
+			}
+		})
+	}
+}
+
+// TestLoadBounds refuses a mapping, a list and a file above
+// MaxCollectionItems before CUE builds them (in quadratic time), and
+// loads them at the bound; and a file that may hold more than MaxNodes
+// before it is decoded.
+func TestLoadBounds(t *testing.T) {
+	ctx := cuecontext.New()
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+	keys := func(n int) string {
+		var b strings.Builder
+		b.WriteString(cm + "data:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  k%d: v\n", i)
+		}
+		return b.String()
+	}
+	items := func(n int) string {
+		return cm + "binaryData:\n  l: [" + strings.Repeat("1, ", n-1) + "1]\n"
+	}
+	docs := func(n int) string {
+		return strings.Repeat("---\n"+cm, n)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"keys at the bound", keys(MaxCollectionItems), ""},
+		{"keys above", keys(MaxCollectionItems + 1), "x.yaml:6:3: data: a mapping of 4097 keys; a config's mappings hold at most 4096 (MaxCollectionItems)"},
+		{"items at the bound", items(MaxCollectionItems), ""},
+		{"items above", items(MaxCollectionItems + 1), "x.yaml:6:6: binaryData.l: a list of 4097 items; a config's lists hold at most 4096 (MaxCollectionItems)"},
+		{"documents at the bound", docs(MaxCollectionItems), ""},
+		{"documents above", docs(MaxCollectionItems + 1), "x.yaml: 4097 documents; a config file holds at most 4096 (MaxCollectionItems)"},
+		{"nodes above", cm + "data:\n  l: [" + strings.Repeat("1,", MaxNodes) + "1]\n",
+			"x.yaml: may hold more YAML nodes than the config's 524288 (MaxNodes; counting the line feeds and , : - ? [ { of its text); a config is a handful of manifests"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "x.yaml"), []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadDocuments(ctx, dir)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got := strings.ReplaceAll(fmt.Sprint(err), dir+"/", ""); got != tc.want {
+				t.Errorf("error:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeFileCountsNodes: decodeFile refuses a file of more nodes than
+// are left to the config, before decoding when nodeBound says so, and
+// after when aliases expand beyond it; it gives the nodes it counted.
+func TestDecodeFileCountsNodes(t *testing.T) {
+	ctx := cuecontext.New()
+	const aliases = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  a: &x [1,2,3,4,5,6,7,8]\n  b: *x\n  c: *x\n  d: *x\n"
+	for _, tc := range []struct {
+		name  string
+		left  int
+		want  string
+		nodes int
+	}{
+		// The root, apiVersion, kind, metadata, its name, data, 4 lists
+		// of 9: 42 nodes; nodeBound counts 27 (aliases are not expanded). An
+		// alias's nodes have the anchor's positions.
+		{"enough left", 42, "", 42},
+		{"aliases expand beyond what is left", 41,
+			"x.yaml:5:24: data.d.7: the config holds more than 524288 YAML nodes (MaxNodes) by here; a config is a handful of manifests", 42},
+		{"nodeBound beyond what is left", 26,
+			"x.yaml: may hold more YAML nodes than the config's 524288 (MaxNodes; counting the line feeds and , : - ? [ { of its text); a config is a handful of manifests", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, lines, nodes := decodeFile(ctx, file{path: "x.yaml", data: []byte(aliases)}, tc.left)
+			if got := strings.Join(lines, "\n"); got != tc.want || nodes != tc.nodes {
+				t.Errorf("got %q, %d nodes; want %q, %d nodes", got, nodes, tc.want, tc.nodes)
 			}
 		})
 	}

@@ -12,19 +12,6 @@ import (
 	"syscall"
 )
 
-// Bounds on what Load reads. A config is a handful of manifests; the
-// bounds keep a hostile repository (a file of gigabytes, or a symbolic
-// link to /dev/zero) from exhausting the memory of the controller that
-// loads it.
-const (
-	// MaxFileBytes is the largest config file Load reads: 8 MiB, eight
-	// times the size of the largest object etcd stores (a Secret or
-	// ConfigMap of 1 MiB).
-	MaxFileBytes = 8 << 20
-	// MaxConfigBytes bounds the files of one config together: 32 MiB.
-	MaxConfigBytes = 32 << 20
-)
-
 // file is a config file as read: its path (the directory Load was given
 // joined with its name) and its content.
 type file struct {
