@@ -28,7 +28,8 @@ func kubeVirtCR(spec map[string]any) *unstructured.Unstructured {
 }
 
 // TestRoles evaluates the KubeVirt roles through Engine.Roles: objects in
-// apply order (ServiceAccount and RBAC before the DaemonSet), in the given
+// apply order (ServiceAccount, RBAC and the node restriction policy before
+// the DaemonSet), in the given
 // namespace, running the given node image, placed and pulled per the CR.
 func TestRoles(t *testing.T) {
 	e, err := graph.NewEngine()
@@ -60,7 +61,8 @@ func TestRoles(t *testing.T) {
 			ds = o
 		}
 	}
-	want := "ClusterRole/converge-vm-agent ClusterRoleBinding/converge-vm-agent ClusterRoleBinding/converge-vm-agent-auth-delegator ServiceAccount/converge-vm-agent DaemonSet/converge-vm-agent"
+	want := "ClusterRole/converge-vm-agent ClusterRoleBinding/converge-vm-agent ClusterRoleBinding/converge-vm-agent-auth-delegator ServiceAccount/converge-vm-agent " +
+		"ValidatingAdmissionPolicy/converge-vm-agent-node-restriction ValidatingAdmissionPolicyBinding/converge-vm-agent-node-restriction DaemonSet/converge-vm-agent"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("objects %s\nwant    %s", got, want)
 	}
