@@ -48,6 +48,10 @@ const (
 	SuspendedReason            = "Suspended"
 	TargetFailedReason         = "TargetFailed"
 	DeletionFailedReason       = "DeletionFailed"
+	// AccessDeniedReason: the Sync names what the controller's lockdown
+	// refuses (a local source, another namespace's Sync); Stalled until
+	// the Sync changes.
+	AccessDeniedReason = "AccessDenied"
 	// ProgressingWithRetryReason is the Reconciling reason after a failure
 	// a retry may fix (Flux's meta.ProgressingWithRetryReason).
 	ProgressingWithRetryReason = "ProgressingWithRetry"

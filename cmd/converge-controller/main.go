@@ -147,6 +147,7 @@ func run() error {
 		cacheDir     string
 		concurrent   int
 		depRequeue   time.Duration
+		lockdown     synccontroller.Lockdown
 		wh           webhookFlags
 		virt         bool
 		macPool      bool
@@ -173,6 +174,9 @@ func run() error {
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: in-cluster namespace)")
 	flag.StringVar(&cacheDir, "cache-dir", "", "Git cache directory (default: the user cache dir)")
 	flag.IntVar(&concurrent, "concurrent", synccontroller.DefaultOptions().Concurrency, "how many Syncs are reconciled in parallel")
+	flag.BoolVar(&lockdown.AllowLocalSources, "allow-local-sources", false, "let a Sync's spec.source.url name a path or file:// URL on the controller's filesystem (refused by default, as Flux's GitRepository refuses file://: it would read any directory the controller can)")
+	flag.BoolVar(&lockdown.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse a Sync whose spec.dependsOn names a Sync in another namespace (Flux's --no-cross-namespace-refs)")
+	flag.StringVar(&lockdown.DefaultServiceAccount, "default-service-account", "", "ServiceAccount, in each Sync's own namespace, impersonated by a Sync of this cluster that sets no spec.serviceAccountName (Flux's --default-service-account); empty: such Syncs write as converge-controller")
 	flag.DurationVar(&depRequeue, "requeue-dependency", synccontroller.DefaultOptions().DependencyRequeue, "how often a Sync whose dependsOn are not ready checks them again")
 	flag.BoolVar(&wh.enabled, "webhook", true, "serve the hco-webhook, the validating admission webhook of HyperConverged (needs --webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	flag.IntVar(&wh.port, "webhook-port", 4343, "port of the hco-webhook server")
@@ -245,6 +249,7 @@ func run() error {
 	}
 	opts := synccontroller.DefaultOptions()
 	opts.Concurrency, opts.DependencyRequeue = concurrent, depRequeue
+	opts.Lockdown = lockdown
 	r := &synccontroller.Reconciler{Engine: engine, Fetcher: source.NewFetcher(gopts), Metrics: rec, Options: opts}
 	localFacts := func(ctx context.Context) (map[string]any, error) {
 		return facts.Discover(ctx, mgr.GetCache(), mgr.GetRESTMapper())

@@ -65,7 +65,11 @@ func newScheme() *runtime.Scheme {
 }
 
 // startEnv starts everything; it is stopped in t's cleanup.
-func startEnv(t *testing.T) *testEnv {
+func startEnv(t *testing.T) *testEnv { return startEnvWith(t, nil) }
+
+// startEnvWith is startEnv with the controller's options changed by
+// tune (nil keeps the defaults the tests use).
+func startEnvWith(t *testing.T, tune func(*synccontroller.Options)) *testEnv {
 	t.Helper()
 	bin, err := controlplane.BinDir()
 	if err != nil || !controlplane.Available(bin) {
@@ -142,6 +146,9 @@ func startEnv(t *testing.T) *testEnv {
 	}
 	opts := synccontroller.DefaultOptions()
 	opts.DependencyRequeue, opts.RetryInterval, opts.HealthRequeue = 2*time.Second, 2*time.Second, 2*time.Second
+	if tune != nil {
+		tune(&opts)
+	}
 	e.hooks = &receiver.Index{}
 	e.rec = &synccontroller.Reconciler{Engine: engine, Fetcher: source.NewFetcher(source.Options{CacheDir: t.TempDir()}),
 		Metrics: m, Options: opts, Receivers: e.hooks}

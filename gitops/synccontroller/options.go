@@ -28,6 +28,10 @@ type Options struct {
 	// Pipeline is the base of every target's Pipeline options; Prune and
 	// WaitTimeout are overridden per Sync from spec.prune and spec.timeout.
 	Pipeline reconciler.Options
+	// Lockdown limits what a Sync may name (local sources, other
+	// namespaces) and whom it writes as; the zero value refuses local
+	// sources only.
+	Lockdown Lockdown
 }
 
 // DefaultOptions returns 4 Syncs in parallel, a 10s dependency requeue, a

@@ -45,7 +45,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Options.Concurrency == 0 {
 		r.Options = DefaultOptions()
 	}
-	r.targets = newTargets(r.Config, r.APIReader, r.Options.Pipeline)
+	r.targets = newTargets(r.Config, r.APIReader, r.Options.Pipeline, r.Options.Lockdown)
 	r.trigger = make(chan event.GenericEvent, 64)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("sync").

@@ -31,7 +31,7 @@ func (e *sourceError) Unwrap() error { return e.err }
 // spec.source.timeout. Secrets are read through the API reader, never
 // cached.
 func (r *Reconciler) source(ctx context.Context, s *v1alpha1.Sync) (source.Source, error) {
-	src := source.Source{URL: s.Spec.Source.URL}
+	src := source.Source{URL: s.Spec.Source.URL, Owner: s.Namespace + "/" + s.Name}
 	if ref := s.Spec.Source.Ref; ref != nil {
 		src.Ref = source.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Commit: ref.Commit}
 	}

@@ -97,6 +97,10 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 		out.suspended = true
 		return out
 	}
+	if err := r.Options.Lockdown.denied(s); err != nil {
+		out.failure = &failure{reason: v1alpha1.AccessDeniedReason, stalled: true, err: err}
+		return out
+	}
 	if out.dependency = r.dependenciesReady(ctx, s); out.dependency != nil {
 		return out
 	}

@@ -60,8 +60,10 @@ type targets struct {
 	local   *rest.Config
 	secrets client.Reader
 	opts    reconciler.Options
-	scheme  *runtime.Scheme
-	ctrl    controller.Controller
+	// lockdown says whom a Sync without spec.serviceAccountName writes as.
+	lockdown Lockdown
+	scheme   *runtime.Scheme
+	ctrl     controller.Controller
 
 	mu    sync.Mutex
 	byKey map[string]*target
@@ -90,15 +92,16 @@ type target struct {
 	owners map[types.NamespacedName]map[types.NamespacedName]bool
 }
 
-func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options) *targets {
+func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options, lockdown Lockdown) *targets {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
-	return &targets{local: local, secrets: secrets, opts: opts, scheme: s, byKey: map[string]*target{},
+	return &targets{local: local, secrets: secrets, opts: opts, lockdown: lockdown, scheme: s, byKey: map[string]*target{},
 		users: map[string]map[types.NamespacedName]bool{}, bySync: map[types.NamespacedName]string{}}
 }
 
 // get returns the target of s and the Pipeline writing into it as
-// spec.serviceAccountName (impersonated) or as the target's own identity.
+// spec.serviceAccountName or the lockdown's default service account
+// (impersonated), or as the target's own identity.
 // A kubeconfig Secret whose resourceVersion changed rebuilds the target.
 // It records s as a user of the target, releasing the one s used before
 // (stopped when s was its last user).
@@ -133,8 +136,8 @@ func (ts *targets) get(ctx context.Context, s *v1alpha1.Sync) (*target, *reconci
 		return nil, nil, &TargetError{Err: err}
 	}
 	user := ""
-	if s.Spec.ServiceAccountName != "" {
-		user = "system:serviceaccount:" + s.Namespace + ":" + s.Spec.ServiceAccountName
+	if sa := ts.lockdown.serviceAccount(s); sa != "" {
+		user = "system:serviceaccount:" + s.Namespace + ":" + sa
 	}
 	p, err := t.pipeline(user, ts.scheme, ts.opts)
 	if err != nil {
