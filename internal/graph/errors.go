@@ -21,7 +21,7 @@ func Format(err error) error {
 	seen := map[string]bool{}
 	for _, e := range errors.Errors(err) {
 		format, args := e.Msg()
-		msg := fmt.Sprintf(format, args...)
+		msg := fmt.Sprintf(format, shorten(args)...)
 		path := strings.Join(e.Path(), ".")
 		pos := bestPos(e)
 		line := msg
@@ -38,6 +38,26 @@ func Format(err error) error {
 	}
 	sort.Strings(lines)
 	return &Error{Lines: lines}
+}
+
+// maxArgLen bounds each value an error message quotes: an invalid
+// 257-item list is shown by its start and end, not in full.
+const maxArgLen = 160
+
+// shorten replaces each argument of a CUE error message that prints
+// longer than maxArgLen by its first and last characters around
+// "… (N characters) …".
+func shorten(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		r := []rune(fmt.Sprint(a))
+		if len(r) <= maxArgLen {
+			out[i] = a
+			continue
+		}
+		out[i] = fmt.Sprintf("%s … (%d characters) … %s", string(r[:maxArgLen/2]), len(r), string(r[len(r)-maxArgLen/4:]))
+	}
+	return out
 }
 
 // Error is a validation or evaluation error, one finding per line.

@@ -60,10 +60,27 @@ func listBuiltins(s *apiextensionsv1.JSONSchemaProps, v cue.Value) {
 				unique()
 			}
 		case cue.SelectorOp:
-			if fmt.Sprint(v) == "list.UniqueItems()" {
-				unique()
+			// A reference to a definition of list builtins (#UniqueItems:
+			// list.MaxItems(256) & list.UniqueItems()) prints as them.
+			for _, part := range strings.Split(fmt.Sprint(v), " & ") {
+				var n int64
+				switch {
+				case part == "list.UniqueItems()":
+					unique()
+				case scan(part, "list.MaxItems(%d)", &n) && (s.MaxItems == nil || *s.MaxItems > n):
+					s.MaxItems = ptr(n)
+				case scan(part, "list.MinItems(%d)", &n) && (s.MinItems == nil || *s.MinItems < n):
+					s.MinItems = ptr(n)
+				}
 			}
 		}
 	}
 	visit(v, 0)
+}
+
+// scan reports whether s is exactly format with one integer, read into n.
+func scan(s, format string, n *int64) bool {
+	var rest string
+	k, _ := fmt.Sscanf(s+"\x00", format+"%s", n, &rest)
+	return k == 2 && rest == "\x00"
 }

@@ -270,9 +270,12 @@ import "list"
 	one?: [...string] & list.MaxItems(1)
 	some?: [...int] & list.MinItems(1) & list.MaxItems(3)
 	set?: [...string] & list.UniqueItems()
+	boundedSet?: [...string] & #BoundedSet
 	pair?: [int, int]
 	withDefault: [...string] | *["a", "b"]
-}`,
+}
+#BoundedSet: list.MaxItems(#Max) & list.UniqueItems()
+#Max: 256`,
 	check: func(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
 		wantInt(t, "one.maxItems", at(t, s, "spec", "one").MaxItems, 1)
 		some := at(t, s, "spec", "some")
@@ -281,6 +284,12 @@ import "list"
 		if set := at(t, s, "spec", "set"); set.XListType == nil || *set.XListType != "set" || set.UniqueItems {
 			t.Errorf("set: want x-kubernetes-list-type: set, got %s", dump(set))
 		}
+		// A definition of list builtins, as schema #UniqueItems.
+		bs := at(t, s, "spec", "boundedSet")
+		if bs.XListType == nil || *bs.XListType != "set" {
+			t.Errorf("boundedSet: want x-kubernetes-list-type: set, got %s", dump(bs))
+		}
+		wantInt(t, "boundedSet.maxItems", bs.MaxItems, 256)
 		pair := at(t, s, "spec", "pair")
 		wantInt(t, "pair.minItems", pair.MinItems, 2)
 		wantInt(t, "pair.maxItems", pair.MaxItems, 2)
