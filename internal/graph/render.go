@@ -123,6 +123,9 @@ func (e *Engine) RenderWith(cfg *config.Config, in Inputs) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkListBounds(hc); err != nil {
+		return nil, err
+	}
 	// The graph gets the document as written and unifies it with
 	// #HyperConverged itself, once: validating it separately first would
 	// evaluate the schema twice (and unifying an already-validated value
@@ -247,6 +250,9 @@ func (e *Engine) defaultHyperConverged() (cue.Value, error) {
 }
 
 func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {
+	if err := checkListBounds(doc); err != nil {
+		return cue.Value{}, err
+	}
 	v := doc.Unify(e.def(def))
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		return cue.Value{}, Format(err)
