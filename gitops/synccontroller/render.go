@@ -1,6 +1,7 @@
 package synccontroller
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,7 +57,7 @@ func (rs *renders) forget(k types.NamespacedName) {
 // operators mode (spec.operators, "" to leave it to the HC), reusing the
 // last rendering of key when nothing it depends on changed. fresh reports
 // a new render. Errors name the revision and the path.
-func (r *Reconciler) render(key types.NamespacedName, art source.Artifact, path string, f map[string]any, operators string) (rendering, bool, error) {
+func (r *Reconciler) render(ctx context.Context, key types.NamespacedName, art source.Artifact, path string, f map[string]any, operators string) (rendering, bool, error) {
 	fd := jsonDigest(f)
 	if last := r.renders.get(key); last.rendered != nil && last.revision == art.Revision && last.path == path && last.facts == fd && last.operators == operators {
 		return last, false, nil
@@ -69,7 +70,7 @@ func (r *Reconciler) render(key types.NamespacedName, art source.Artifact, path 
 	if err != nil {
 		return rendering{}, false, fmt.Errorf("revision %s, path %q: %w", art.Revision, path, err)
 	}
-	out, err := r.Engine.RenderWith(cfg, graph.Inputs{Facts: f, Operators: operators})
+	out, err := r.Engine.RenderContext(ctx, cfg, graph.Inputs{Facts: f, Operators: operators})
 	if err != nil {
 		return rendering{}, false, fmt.Errorf("revision %s, path %q: %w", art.Revision, path, err)
 	}

@@ -193,7 +193,7 @@ func (r *Reconciler) renderStage(ctx context.Context, s *v1alpha1.Sync, t *targe
 	if path == "" {
 		path = "."
 	}
-	rd, fresh, err := r.render(client.ObjectKeyFromObject(s), art, path, f, s.Spec.Operators)
+	rd, fresh, err := r.render(ctx, client.ObjectKeyFromObject(s), art, path, f, s.Spec.Operators)
 	if err != nil {
 		return rendering{}, &failure{reason: v1alpha1.RenderFailedReason, stalled: true, err: err, onHC: true}
 	}

@@ -62,7 +62,7 @@ func (g *globals) renderForCluster(ctx context.Context, path string) (client.Cli
 		return nil, nil, err
 	}
 	if g.facts != "" {
-		r, err := g.load(path, true)
+		r, err := g.load(ctx, path, true)
 		return c, r, err
 	}
 	e, err := g.engineFor()
@@ -77,7 +77,7 @@ func (g *globals) renderForCluster(ctx context.Context, path string) (client.Cli
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := e.Render(cfg, f)
+	r, err := e.RenderContext(ctx, cfg, graph.Inputs{Facts: f})
 	return c, r, err
 }
 

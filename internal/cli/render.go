@@ -53,7 +53,7 @@ order.`,
 				}
 				return printObjects(g, objs, output)
 			}
-			r, err := g.load(args[0], true)
+			r, err := g.load(cmd.Context(), args[0], true)
 			if err != nil {
 				return err
 			}

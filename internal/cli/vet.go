@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -49,7 +50,7 @@ Errors name file:line:column, the object, the field path and why.`,
 			if !cfg.HyperConverged.Exists() && !cfg.HostPathProvisioner.Exists() && len(cfg.Workloads) == 0 {
 				return fmt.Errorf("%s: nothing to check: no HyperConverged, HostPathProvisioner or workload in %s", args[0], strings.Join(cfg.Files, ", "))
 			}
-			if err := e.Vet(cfg); err != nil {
+			if err := e.VetContext(cmd.Context(), cfg); err != nil {
 				return err
 			}
 			// HCO's webhook warnings: the config is valid, but something in
@@ -67,7 +68,7 @@ Errors name file:line:column, the object, the field path and why.`,
 
 // load reads the config at path and validates it; with derive it also
 // renders the graph for the facts of --facts.
-func (g *globals) load(path string, derive bool) (*graph.Rendered, error) {
+func (g *globals) load(ctx context.Context, path string, derive bool) (*graph.Rendered, error) {
 	e, err := g.engineFor()
 	if err != nil {
 		return nil, err
@@ -77,11 +78,11 @@ func (g *globals) load(path string, derive bool) (*graph.Rendered, error) {
 		return nil, err
 	}
 	if !derive {
-		return nil, e.Vet(cfg)
+		return nil, e.VetContext(ctx, cfg)
 	}
 	f, err := loadFacts(g.facts)
 	if err != nil {
 		return nil, err
 	}
-	return e.Render(cfg, f)
+	return e.RenderContext(ctx, cfg, graph.Inputs{Facts: f})
 }

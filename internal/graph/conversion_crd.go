@@ -16,8 +16,7 @@ import (
 // first CRDs or Render call; without it a CRD serves its storage version
 // only.
 func (e *Engine) EnableConversion(cc apiextensionsv1.WebhookClientConfig) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.Lock()()
 	e.conversion = cc.DeepCopy()
 }
 

@@ -5,6 +5,7 @@
 package graph
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -19,7 +20,9 @@ import (
 // Engine holds the evaluated CUE module. It is safe for concurrent use:
 // renders are serialised because a cue.Context is not goroutine-safe.
 type Engine struct {
-	mu       sync.Mutex
+	// sem is the engine's lock, a one-slot channel so that a waiter can
+	// give up when its context ends (LockContext).
+	sem      chan struct{}
 	ctx      *cue.Context
 	schema   cue.Value // package converge.dev/converge/schema
 	graph    cue.Value // package converge.dev/converge/components
@@ -46,12 +49,25 @@ func NewEngine() (*Engine, error) {
 			return nil, fmt.Errorf("building embedded CUE %s: %w", inst.ImportPath, Format(err))
 		}
 	}
-	return &Engine{ctx: ctx, schema: vals[0], graph: vals[1]}, nil
+	return &Engine{sem: make(chan struct{}, 1), ctx: ctx, schema: vals[0], graph: vals[1]}, nil
 }
 
 // Lock takes the engine's lock and returns its release: a cue.Context is
 // not safe for concurrent use.
-func (e *Engine) Lock() func() { e.mu.Lock(); return e.mu.Unlock }
+func (e *Engine) Lock() func() {
+	e.sem <- struct{}{}
+	return func() { <-e.sem }
+}
+
+// LockContext is Lock giving up when ctx ends first, with ctx's error.
+func (e *Engine) LockContext(ctx context.Context) (func(), error) {
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // def returns the schema definition name (e.g. "#HyperConverged").
 func (e *Engine) def(name string) cue.Value {

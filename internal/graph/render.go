@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -113,11 +114,50 @@ func (e *Engine) Render(cfg *config.Config, facts map[string]any) (*Rendered, er
 // RenderWith never returns a partial result: nothing of a config that
 // fails is applied.
 func (e *Engine) RenderWith(cfg *config.Config, in Inputs) (*Rendered, error) {
+	return e.RenderContext(context.Background(), cfg, in)
+}
+
+// RenderContext is RenderWith returning as soon as ctx ends, with an
+// error wrapping ctx's (a Sync's spec.timeout, a signal to the CLI). A
+// render waiting for the engine's lock gives up then; one already
+// evaluating cannot be interrupted (CUE evaluation takes no context) and
+// finishes in the background, holding the lock until it does, its result
+// dropped: the loader's and the schema's bounds keep that short.
+func (e *Engine) RenderContext(ctx context.Context, cfg *config.Config, in Inputs) (*Rendered, error) {
+	return whileRunning(ctx, "render", func() (*Rendered, error) { return e.render(ctx, cfg, in) })
+}
+
+// whileRunning runs f in a goroutine and returns its result, or an error
+// naming what and wrapping ctx's as soon as ctx ends.
+func whileRunning[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%s stopped: %w", what, context.Cause(ctx))
+	}
+}
+
+func (e *Engine) render(ctx context.Context, cfg *config.Config, in Inputs) (*Rendered, error) {
 	crds, err := e.CRDs()
 	if err != nil {
 		return nil, err
 	}
-	defer e.Lock()()
+	unlock, err := e.LockContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("render stopped: %w", err)
+	}
+	defer unlock()
 
 	hc, err := withMode(cfg.HyperConverged, in.Operators)
 	if err != nil {
@@ -202,6 +242,16 @@ func (e *Engine) LoadDocuments(path string) (*config.Config, error) {
 // a Sync's does — the HC's jsonpatch annotations applied to the operand
 // CRs, every workload checked — and what Vet accepts, a Sync applies.
 func (e *Engine) Vet(cfg *config.Config) error {
+	return e.VetContext(context.Background(), cfg)
+}
+
+// VetContext is Vet returning as soon as ctx ends, as RenderContext.
+func (e *Engine) VetContext(ctx context.Context, cfg *config.Config) error {
+	_, err := whileRunning(ctx, "vet", func() (struct{}, error) { return struct{}{}, e.vet(ctx, cfg) })
+	return err
+}
+
+func (e *Engine) vet(ctx context.Context, cfg *config.Config) error {
 	if err := e.vetStack(cfg); err != nil {
 		return err
 	}
@@ -216,7 +266,7 @@ func (e *Engine) Vet(cfg *config.Config) error {
 		}
 		c.HyperConverged = hc
 	}
-	_, err := e.RenderWith(&c, Inputs{})
+	_, err := e.render(ctx, &c, Inputs{})
 	return err
 }
 

@@ -74,7 +74,10 @@ func (v *Validator) Handle(ctx context.Context, req ctrladmission.Request) ctrla
 			return ctrladmission.Errored(http.StatusInternalServerError, fmt.Errorf("reading the cluster facts: %w", err))
 		}
 	}
-	if _, err := v.Engine.Render(cfg, facts); err != nil {
+	if _, err := v.Engine.RenderContext(ctx, cfg, graph.Inputs{Facts: facts}); err != nil {
+		if ctx.Err() != nil { // the API server's webhook timeout, not a verdict
+			return ctrladmission.Errored(http.StatusServiceUnavailable, err)
+		}
 		return ctrladmission.Denied(Message(name, err))
 	}
 	// HCO's warnings (deprecated or unknown gates, highBurst…) reach
