@@ -55,6 +55,7 @@ type vmFlags struct {
 	domainType  string
 	emulator    string
 	machineType string
+	smbios      domain.SMBIOS
 	podBridge   string
 	bridges     map[string]string
 	vmiFiles    []string
@@ -83,6 +84,7 @@ func newVMCommand() *cobra.Command {
 		stateDir:    "/var/lib/converge/vm",
 		emulator:    "/usr/bin/qemu-system-x86_64",
 		machineType: "q35",
+		smbios:      domain.DefaultSMBIOS,
 		resync:      30 * time.Second,
 		reservedMem: "256Mi",
 		heartbeat:   agent.DefaultNodeOptions("").Interval,
@@ -171,6 +173,11 @@ libvirt's test driver.`,
 	fl.DurationVar(&f.connectWait, "libvirt-connect-timeout", f.connectWait, "how long to retry the first connection to libvirtd at start")
 	fl.StringVar(&f.emulator, "emulator", f.emulator, "QEMU binary (also runs the KVM probe guest); empty leaves it to libvirt")
 	fl.StringVar(&f.machineType, "machine-type", f.machineType, "machine type when a VMI sets none")
+	fl.StringVar(&f.smbios.Manufacturer, "smbios-manufacturer", f.smbios.Manufacturer, "SMBIOS system manufacturer of every guest (KubeVirt CR spec.configuration.smbios.manufacturer)")
+	fl.StringVar(&f.smbios.Family, "smbios-family", f.smbios.Family, "SMBIOS system family of every guest (smbios.family)")
+	fl.StringVar(&f.smbios.Product, "smbios-product", f.smbios.Product, "SMBIOS system product of every guest (smbios.product)")
+	fl.StringVar(&f.smbios.SKU, "smbios-sku", f.smbios.SKU, "SMBIOS system SKU of every guest (smbios.sku)")
+	fl.StringVar(&f.smbios.Version, "smbios-version", f.smbios.Version, "SMBIOS system version of every guest (smbios.version)")
 	fl.StringVar(&f.podBridge, "pod-bridge", "", "Linux bridge for VMI interfaces on the pod network (empty: refused)")
 	fl.StringToStringVar(&f.bridges, "network-bridge", nil, "Linux bridge per multus networkName, as name=bridge (repeatable)")
 	fl.StringArrayVar(&f.vmiFiles, "vmi-file", nil, "YAML file of VirtualMachineInstances for this node (repeatable; or use --kubeconfig)")
@@ -233,6 +240,8 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 	}
 	opts := agent.DefaultOptions(f.nodeName)
 	opts.Domain.Emulator, opts.Domain.MachineType = f.emulator, f.machineType
+	smbios := f.smbios
+	opts.Domain.SMBIOS = &smbios
 	if f.stateDir != "" && f.domainType != "test" {
 		dir := filepath.Join(f.stateDir, "serial")
 		if err := os.MkdirAll(dir, 0o750); err != nil {

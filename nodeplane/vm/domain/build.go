@@ -100,12 +100,9 @@ func (b *builder) build() *libvirtxml.Domain {
 		b.errs.Add("metadata", "cannot encode domain metadata: %v", err)
 	}
 	d.Metadata = md
-	if fw := spec.Domain.Firmware; fw != nil && fw.Serial != "" {
+	if sys := b.sysInfo(d.UUID); len(sys) > 0 {
 		d.SysInfo = []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
-			System: &libvirtxml.DomainSysInfoSystem{Entry: []libvirtxml.DomainSysInfoEntry{
-				{Name: "uuid", Value: d.UUID},
-				{Name: "serial", Value: fw.Serial},
-			}},
+			System: &libvirtxml.DomainSysInfoSystem{Entry: sys},
 		}}}
 		d.OS.SMBios = &libvirtxml.DomainSMBios{Mode: "sysinfo"}
 	}

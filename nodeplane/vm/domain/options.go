@@ -40,6 +40,9 @@ type Options struct {
 	Emulator string
 	// MachineType is used when the VMI does not set spec.domain.machine.type.
 	MachineType string
+	// SMBIOS is the system information every guest reads (dmidecode),
+	// KubeVirt CR spec.configuration.smbios; nil writes none.
+	SMBIOS *SMBIOS
 	// SerialLogDir receives <namespace>_<name>-serial.log, a copy of the
 	// serial console written by virtlogd; empty disables the log.
 	SerialLogDir string
@@ -68,6 +71,21 @@ type Options struct {
 	ResolveTap func(namespace string, network kubevirtv1.Network) (tap Tap, ok bool, err error)
 }
 
+// SMBIOS is KubeVirt's SMBiosConfiguration (kubevirt.io/api core/v1
+// SMBiosConfiguration): the manufacturer, family, product, SKU and version
+// written into every domain's SMBIOS system table, as virt-launcher's
+// converter does (pkg/virt-launcher/virtwrap/converter/converter.go,
+// "c.SMBios"). An empty field is written empty, as KubeVirt writes it.
+type SMBIOS struct {
+	Manufacturer, Family, Product, SKU, Version string
+}
+
+// DefaultSMBIOS is KubeVirt's default SMBIOS configuration, which HCO
+// also sets in the KubeVirt CR (pkg/virt-config/virt-config.go
+// SmbiosConfigDefault*: family KubeVirt, manufacturer KubeVirt, product
+// None).
+var DefaultSMBIOS = SMBIOS{Manufacturer: "KubeVirt", Family: "KubeVirt", Product: "None"}
+
 // Tap is a VM NIC's host side when it is not on a node bridge: the tap's
 // name (at most 15 bytes, as every Linux interface name) and the MTU
 // (bytes; 0 leaves libvirt's default) given to the tap and, through
@@ -78,13 +96,15 @@ type Tap struct {
 }
 
 // DefaultOptions gives domain type qemu, the Debian QEMU binary
-// /usr/bin/qemu-system-x86_64, machine type q35, no serial log and no
-// resolvers (PVC, DataVolume and node-prepared volumes and interfaces are
-// refused until set).
+// /usr/bin/qemu-system-x86_64, machine type q35, KubeVirt's default
+// SMBIOS, no serial log and no resolvers (PVC, DataVolume and
+// node-prepared volumes and interfaces are refused until set).
 func DefaultOptions() Options {
+	smbios := DefaultSMBIOS
 	return Options{
 		DomainType:  "qemu",
 		Emulator:    "/usr/bin/qemu-system-x86_64",
 		MachineType: "q35",
+		SMBIOS:      &smbios,
 	}
 }
