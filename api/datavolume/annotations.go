@@ -4,13 +4,14 @@ package datavolume
 // (pkg/controller/common/util.go in kubevirt/containerized-data-importer).
 // The node label that places imports is v1alpha1.ImporterNodeLabel.
 const (
-	// AnnSource is the import source on the PVC: SourceHTTP, SourceNone
-	// (blank) or SourceUpload, CDI's AnnSource.
+	// AnnSource is the import source on the PVC: SourceHTTP,
+	// SourceRegistry, SourceNone (blank) or SourceUpload, CDI's AnnSource.
 	AnnSource = "cdi.kubevirt.io/storage.import.source"
-	// AnnEndpoint is the http(s) URL of an http source, CDI's AnnEndpoint.
+	// AnnEndpoint is the URL of an http or registry source, CDI's
+	// AnnEndpoint.
 	AnnEndpoint = "cdi.kubevirt.io/storage.import.endpoint"
-	// AnnSecret names the Secret of an http source's credentials, CDI's
-	// AnnSecret.
+	// AnnSecret names the Secret of an http or registry source's
+	// credentials, CDI's AnnSecret.
 	AnnSecret = "cdi.kubevirt.io/storage.import.secretName"
 	// AnnCertConfigMap names the ConfigMap of CAs for https, CDI's
 	// AnnCertConfigMap.
@@ -30,9 +31,14 @@ const (
 	// PVC was created for.
 	AnnCreatedForDataVolume = "cdi.kubevirt.io/createdForDataVolume"
 
-	// SourceHTTP, SourceNone and SourceUpload are AnnSource values
-	// (SourceKind).
-	SourceHTTP   = "http"
-	SourceNone   = "none"
-	SourceUpload = "upload"
+	// AnnRegistryImportMethod is a registry source's pullMethod, CDI's
+	// AnnRegistryImportMethod.
+	AnnRegistryImportMethod = "cdi.kubevirt.io/storage.import.registryImportMethod"
+
+	// SourceHTTP, SourceRegistry, SourceNone and SourceUpload are
+	// AnnSource values (SourceKind), CDI's.
+	SourceHTTP     = "http"
+	SourceRegistry = "registry"
+	SourceNone     = "none"
+	SourceUpload   = "upload"
 )

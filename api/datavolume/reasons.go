@@ -20,8 +20,8 @@ const (
 	// ReasonNoImporterNode: WaitForFirstConsumer storage and no Ready Node
 	// labelled v1alpha1.ImporterNodeLabel=true.
 	ReasonNoImporterNode = "NoImporterNode"
-	// ReasonUnsupportedSource: a source other than http, blank or upload,
-	// or none.
+	// ReasonUnsupportedSource: a source SourceKind refuses (one converge
+	// does not import, a malformed registry source), or none.
 	ReasonUnsupportedSource = "UnsupportedSource"
 	// ReasonInvalidSpec: no size, or neither spec.pvc nor spec.storage.
 	ReasonInvalidSpec = "InvalidSpec"

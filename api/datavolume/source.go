@@ -7,53 +7,65 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 )
 
-// SourceKind gives SourceHTTP for spec.source.http, SourceNone for
-// spec.source.blank, SourceUpload for spec.source.upload, or an error
-// naming the DataVolume and saying which sources are supported (reason
-// ReasonUnsupportedSource). Exactly one of the three must be set.
+// supported lists the sources SourceKind accepts, for its messages.
+const supported = "spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"
+
+// SourceKind gives SourceHTTP for spec.source.http, SourceRegistry for
+// spec.source.registry, SourceNone for spec.source.blank, SourceUpload
+// for spec.source.upload, or an error naming the DataVolume and the field
+// and saying which sources are supported (reason
+// ReasonUnsupportedSource). Exactly one source must be set, as CDI's
+// validateNumberOfSources; a registry source must pass CheckRegistry.
 func SourceKind(dv *cdiv1.DataVolume) (string, error) {
 	s := dv.Spec.Source
-	n := 0
-	if s != nil {
-		for _, set := range []bool{s.HTTP != nil, s.Blank != nil, s.Upload != nil} {
-			if set {
-				n++
-			}
-		}
+	set := setSources(s)
+	switch {
+	case len(set) > 1:
+		return "", fmt.Errorf("DataVolume %s/%s: %s are set; expected exactly one of %s", dv.Namespace, dv.Name, strings.Join(set, " and "), supported)
+	case len(set) == 0 && dv.Spec.SourceRef != nil:
+		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef is not supported; expected %s", dv.Namespace, dv.Name, supported)
+	case len(set) == 0:
+		return "", fmt.Errorf("DataVolume %s/%s: expected exactly one of %s", dv.Namespace, dv.Name, supported)
 	}
 	switch {
-	case n > 1:
-		return "", fmt.Errorf("DataVolume %s/%s: %s; expected exactly one of spec.source.http, spec.source.blank or spec.source.upload", dv.Namespace, dv.Name, setSources(s))
-	case s != nil && s.HTTP != nil && s.Blank == nil:
+	case s.HTTP != nil:
 		if s.HTTP.URL == "" {
 			return "", fmt.Errorf("DataVolume %s/%s: spec.source.http.url is empty; expected an http:// or https:// URL", dv.Namespace, dv.Name)
 		}
 		return SourceHTTP, nil
-	case s != nil && s.Blank != nil && s.HTTP == nil:
+	case s.Registry != nil:
+		if err := CheckRegistry(s.Registry, dv.Spec.ContentType); err != nil {
+			return "", fmt.Errorf("DataVolume %s/%s: %w", dv.Namespace, dv.Name, err)
+		}
+		return SourceRegistry, nil
+	case s.Blank != nil:
 		return SourceNone, nil
-	case s != nil && s.Upload != nil:
+	case s.Upload != nil:
 		return SourceUpload, nil
-	case dv.Spec.SourceRef != nil:
-		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef is not supported; expected spec.source.http, spec.source.blank or spec.source.upload", dv.Namespace, dv.Name)
-	default:
-		return "", fmt.Errorf("DataVolume %s/%s: expected exactly one of spec.source.http, spec.source.blank or spec.source.upload (other sources are not supported)", dv.Namespace, dv.Name)
 	}
+	return "", fmt.Errorf("DataVolume %s/%s: %s: not supported by converge; expected one of %s", dv.Namespace, dv.Name, set[0], supported)
 }
 
-// setSources names the supported sources set in s ("spec.source.http and
-// spec.source.upload are both set").
-func setSources(s *cdiv1.DataVolumeSource) string {
+// setSources names the sources set in s, in the order of CDI's
+// DataVolumeSource (v1.64).
+func setSources(s *cdiv1.DataVolumeSource) []string {
+	if s == nil {
+		return nil
+	}
 	var names []string
-	if s.HTTP != nil {
-		names = append(names, "spec.source.http")
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"http", s.HTTP != nil}, {"s3", s.S3 != nil}, {"gcs", s.GCS != nil}, {"registry", s.Registry != nil},
+		{"pvc", s.PVC != nil}, {"upload", s.Upload != nil}, {"blank", s.Blank != nil}, {"imageio", s.Imageio != nil},
+		{"vddk", s.VDDK != nil}, {"snapshot", s.Snapshot != nil},
+	} {
+		if f.set {
+			names = append(names, "spec.source."+f.name)
+		}
 	}
-	if s.Blank != nil {
-		names = append(names, "spec.source.blank")
-	}
-	if s.Upload != nil {
-		names = append(names, "spec.source.upload")
-	}
-	return strings.Join(names, " and ") + " are set"
+	return names
 }
 
 // IsUpload reports whether dv has spec.source.upload (CDI's upload

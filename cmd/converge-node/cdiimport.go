@@ -30,13 +30,15 @@ func newCDIImportCommand() *cobra.Command {
 	var pools []string
 	cmd := &cobra.Command{
 		Use:   "cdi-importer --node-name N --storage-pool NAME=PATH ...",
-		Short: "Import and receive uploads of DataVolumes (http, blank, upload) into this node's hostpath CSI volumes (the CDI importer and upload server roles)",
+		Short: "Import and receive uploads of DataVolumes (http, registry, blank, upload) into this node's hostpath CSI volumes (the CDI importer and upload server roles)",
 		Long: `cdi-importer labels its Node converge.dev/cdi-importer=true, watches
 DataVolumes whose PVC is Bound to a PersistentVolume of the hostpath CSI driver
 on this node, and fills the volume: spec.source.http is downloaded, checked
 (spec.source.http.checksum), converted to raw with qemu-img and written sparse
 to <volume>/data/disk.img (Filesystem) or the volume's disk file (Block);
-spec.source.blank becomes a sparse disk.img of the PVC size. It writes the
+spec.source.registry pulls the containerDisk image (docker://, or
+oci-archive:// in --oci-archive-dir) and imports its one file under /disk/ the
+same way; spec.source.blank becomes a sparse disk.img of the PVC size. It writes the
 DataVolume's phase (ImportInProgress, Succeeded, Failed), status.progress,
 restartCount and the Running/Ready conditions.
 
@@ -102,6 +104,8 @@ node. Needs qemu-img (Debian qemu-utils).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: in-cluster)")
 	f.StringArrayVar(&pools, "storage-pool", nil, "storage pool NAME=PATH of the hostpath CSI driver on this node (repeatable; the first is the default)")
 	f.StringVar(&opts.DriverName, "driver-name", opts.DriverName, "CSI driver name of the PersistentVolumes to import into")
+	f.StringArrayVar(&opts.InsecureRegistries, "insecure-registry", nil, "registry host[:port] of spec.source.registry URLs pulled over plain HTTP or unverified HTTPS (repeatable; the CDI CR's spec.config.insecureRegistries)")
+	f.StringVar(&opts.OCIArchiveDir, "oci-archive-dir", "", "directory oci-archive:// registry sources are read in (empty: refused)")
 	f.IntVar(&opts.Retries, "retries", opts.Retries, "reruns of a failed import before the DataVolume is Failed")
 	f.DurationVar(&opts.Backoff, "backoff", opts.Backoff, "wait before the first rerun, doubled each time")
 	f.DurationVar(&opts.MaxBackoff, "max-backoff", opts.MaxBackoff, "longest wait between reruns")

@@ -82,7 +82,8 @@ var nodeRoleCalls = map[string][][]call{
 		calls("", "nodes", "agent.go labelNode Get (the cache); nodeplane/endpoint run.go Run (APIReader)", "get", "list", "watch"),
 		calls("", "nodes", "agent.go labelNode: its label; nodeplane/endpoint publish.go Publish: upload endpoint", "patch"),
 		calls("", "events", "agent.go GetEventRecorderFor: client-go record's EventSinkImpl", "create", "patch"),
-		calls("", "configmaps", "reconciler.go importOnce certConfigMap; api/uploadtoken keys.go PublicKeys (APIReader)", "get"),
+		calls("", "configmaps", "reconciler.go readCA certConfigMap; api/uploadtoken keys.go PublicKeys (APIReader)", "get"),
+		calls("", "secrets", "importcontroller registry.go registrySource: spec.source.registry.secretRef (APIReader)", "get"),
 		calls("apiextensions.k8s.io", "customresourcedefinitions", "importcontroller watch.go WaitForCRD (internal/crdwait)", "get"),
 	},
 	// converge-node hostpath-csi --provision (nodeplane/csi/provisioner on

@@ -221,9 +221,9 @@ kind: DataVolume
 metadata: {name: reg, namespace: vms}
 spec:
   source:
-    registry: {url: "docker://quay.io/x"}
+    s3: {url: "s3://bucket/disk.img"}
   storage: {resources: {requests: {storage: 1Gi}}}
-`, []string{"5:3: DataVolume vms/reg: spec.source: expected exactly one of spec.source.http, spec.source.blank or spec.source.upload"}},
+`, []string{"6:5: DataVolume vms/reg: spec.source.s3: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"}},
 		{"DataVolume without a size", `apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
 metadata: {name: nosize}
@@ -241,7 +241,7 @@ spec:
       source: {pvc: {name: golden, namespace: images}}
       storage: {resources: {requests: {storage: 1Gi}}}
   template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
-`, []string{"8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: expected exactly one of spec.source.http"}},
+`, []string{"8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: spec.source.pvc: not supported by converge"}},
 		{"dataVolumeTemplates without size: the DataVolume controller's check", `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: {name: x}

@@ -9,7 +9,12 @@
 // Sources: spec.source.http goes through nodeplane/cdi/importer (download,
 // checksum, qcow2 → raw with qemu-img, sparse, size check) into
 // <volume data dir>/disk.img for a Filesystem volume (CDI's file name) or
-// the volume's disk file for a Block volume; spec.source.blank makes a
+// the volume's disk file for a Block volume; spec.source.registry pulls
+// the containerDisk image with go-containerregistry and takes its single
+// file under /disk/ through the same steps (importer.ImportRegistry; the
+// secretRef's accessKeyId and secretKey as basic auth, certConfigMap's
+// CAs, Options.InsecureRegistries from the CDI CR, pullMethod node pulled
+// alike: registry.go); spec.source.blank makes a
 // sparse disk.img of the PVC size. spec.source.upload is skipped (not an
 // error): the upload server (nodeplane/cdi/uploadserver), run in the same process
 // through Options.Setups, fills it. The checksum is the converge extension

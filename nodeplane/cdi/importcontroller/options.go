@@ -25,6 +25,14 @@ type Options struct {
 	// download failures, qemu-img path). Its Progress and
 	// ProgressInterval are set by the agent.
 	Importer importer.Options
+	// InsecureRegistries are the registries (host[:port], as in a
+	// registry source's URL) pulled from over plain HTTP or HTTPS without
+	// verification: the CDI CR's spec.config.insecureRegistries, which the
+	// CDI operator passes as --insecure-registry.
+	InsecureRegistries []string
+	// OCIArchiveDir is the node directory oci-archive:// registry sources
+	// are read in; empty refuses them.
+	OCIArchiveDir string
 	// Retries is how many times a failed import is run again (so
 	// Retries+1 runs) before the DataVolume is Failed; permanent failures
 	// are not retried (see the package doc).

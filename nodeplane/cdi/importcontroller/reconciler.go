@@ -162,33 +162,7 @@ func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind 
 	if kind == datavolume.SourceNone {
 		return blank(vol, size)
 	}
-	h := dv.Spec.Source.HTTP
-	if h.SecretRef != "" || len(h.SecretExtraHeaders) > 0 || len(h.ExtraHeaders) > 0 {
-		return &importer.Error{URL: h.URL, Reason: importer.ReasonInvalidInput, Err: errors.New("secretRef, extraHeaders and secretExtraHeaders are not supported yet; expected a public or CA-verified URL")}
-	}
-	src := importer.Source{URL: h.URL}
 	key := types.NamespacedName{Namespace: dv.Namespace, Name: dv.Name}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"})
-	if err := r.Reader.Get(ctx, key, u); err != nil {
-		return fmt.Errorf("DataVolume %s: reading spec.source.http.checksum: %w", key, err)
-	}
-	src.Checksum, _, _ = unstructured.NestedString(u.Object, "spec", "source", "http", "checksum")
-	if h.CertConfigMap != "" {
-		cm := &corev1.ConfigMap{}
-		if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: dv.Namespace, Name: h.CertConfigMap}, cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("DataVolume %s: certConfigMap %s not found; expected a ConfigMap of PEM CAs in namespace %s", key, h.CertConfigMap, dv.Namespace)
-			}
-			return fmt.Errorf("DataVolume %s: certConfigMap %s: %w", key, h.CertConfigMap, err)
-		}
-		var pem strings.Builder
-		for _, k := range sortedKeys(cm.Data) {
-			pem.WriteString(cm.Data[k])
-			pem.WriteString("\n")
-		}
-		src.CA = []byte(pem.String())
-	}
 	opts := r.Options.Importer
 	opts.ProgressInterval = r.Options.StatusInterval
 	opts.Progress = func(p importer.Progress) {
@@ -203,8 +177,53 @@ func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind 
 			return true
 		})
 	}
-	_, err := importer.Import(ctx, src, importer.Target{Path: vol.Path, SizeBytes: size}, opts)
+	target := importer.Target{Path: vol.Path, SizeBytes: size}
+	if kind == datavolume.SourceRegistry {
+		src, err := r.registrySource(ctx, dv)
+		if err != nil {
+			return err
+		}
+		_, err = importer.ImportRegistry(ctx, src, target, opts)
+		return err
+	}
+	h := dv.Spec.Source.HTTP
+	if h.SecretRef != "" || len(h.SecretExtraHeaders) > 0 || len(h.ExtraHeaders) > 0 {
+		return &importer.Error{URL: h.URL, Reason: importer.ReasonInvalidInput, Err: errors.New("secretRef, extraHeaders and secretExtraHeaders are not supported yet; expected a public or CA-verified URL")}
+	}
+	src := importer.Source{URL: h.URL}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"})
+	if err := r.Reader.Get(ctx, key, u); err != nil {
+		return fmt.Errorf("DataVolume %s: reading spec.source.http.checksum: %w", key, err)
+	}
+	src.Checksum, _, _ = unstructured.NestedString(u.Object, "spec", "source", "http", "checksum")
+	if h.CertConfigMap != "" {
+		ca, err := r.readCA(ctx, dv, "spec.source.http.certConfigMap", h.CertConfigMap)
+		if err != nil {
+			return err
+		}
+		src.CA = ca
+	}
+	_, err := importer.Import(ctx, src, target, opts)
 	return err
+}
+
+// readCA gives the PEM CAs of the ConfigMap name in dv's namespace (its
+// values, by key), as CDI's certConfigMap; field names it in errors.
+func (r *Reconciler) readCA(ctx context.Context, dv *cdiv1.DataVolume, field, name string) ([]byte, error) {
+	cm := &corev1.ConfigMap{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: dv.Namespace, Name: name}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("DataVolume %s/%s: %s: ConfigMap %s not found; expected a ConfigMap of PEM CAs in namespace %s", dv.Namespace, dv.Name, field, name, dv.Namespace)
+		}
+		return nil, fmt.Errorf("DataVolume %s/%s: %s: ConfigMap %s: %w", dv.Namespace, dv.Name, field, name, err)
+	}
+	var pem strings.Builder
+	for _, k := range sortedKeys(cm.Data) {
+		pem.WriteString(cm.Data[k])
+		pem.WriteString("\n")
+	}
+	return []byte(pem.String()), nil
 }
 
 // blank makes the volume a zeroed sparse image of size bytes: a new

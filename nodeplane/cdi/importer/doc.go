@@ -20,6 +20,13 @@
 // Target.Path. On any error the temporary files are removed and Target.Path
 // is left as it was.
 //
+// ImportRegistry runs the same steps on the disk of a containerDisk image
+// (CDI's pkg/importer/registry-datasource.go): pulled with
+// go-containerregistry (nodeplane/containerdisk, shared with the VM
+// agent's containerDisk volumes), or read from an OCI archive in a node
+// directory, its single file under /disk/ streamed into the temporary
+// file in place of the download.
+//
 // ImportReader runs the same steps on a stream (an upload body, CDI's
 // cdi-uploadserver): the stream is spooled to the temporary file first,
 // since qemu-img needs a seekable file, and read once (no retries).

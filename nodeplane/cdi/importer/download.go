@@ -41,10 +41,20 @@ func httpClient(src Source) (*http.Client, error) {
 // retryable failures with backoff. sum, if set, is reset and fed per attempt.
 // limit > 0 bounds the body size (ReasonTooBig beyond it).
 func fetch(ctx context.Context, client *http.Client, src Source, f *os.File, sum *checksum, limit int64, opts Options, rep *reporter) (download, error) {
+	return withRetries(ctx, src.URL, opts, func() (download, *Error) {
+		return fetchOnce(ctx, client, src, f, sum, limit, opts, rep)
+	})
+}
+
+// withRetries runs once until it succeeds, fails with an error that is not
+// retryable, or has failed opts.Retries+1 times, waiting opts.Backoff
+// (doubled each time up to opts.MaxBackoff) in between; label names the
+// source in errors.
+func withRetries(ctx context.Context, label string, opts Options, once func() (download, *Error)) (download, error) {
 	backoff := opts.Backoff
 	var last *Error
 	for attempt := 1; ; attempt++ {
-		d, err := fetchOnce(ctx, client, src, f, sum, limit, opts, rep)
+		d, err := once()
 		if err == nil {
 			d.attempts = attempt
 			return d, nil
@@ -57,7 +67,7 @@ func fetch(ctx context.Context, client *http.Client, src Source, f *os.File, sum
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return download{attempts: attempt}, newError(src.URL, ReasonCanceled, false, "canceled while waiting to retry after %v: %w", last.Err, ctx.Err())
+			return download{attempts: attempt}, newError(label, ReasonCanceled, false, "canceled while waiting to retry after %v: %w", last.Err, ctx.Err())
 		case <-t.C:
 		}
 		if backoff *= 2; opts.MaxBackoff > 0 && backoff > opts.MaxBackoff {

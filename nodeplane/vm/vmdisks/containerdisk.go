@@ -15,11 +15,6 @@ import (
 	"github.com/converge-dev/converge/api/vmisupport"
 )
 
-// diskDir is where KubeVirt looks for a containerDisk's disk when path is
-// not set: the single file under /disk/ (KubeVirt's
-// pkg/container-disk GetImage, DiskSourceFallbackPath).
-const diskDir = "disk"
-
 // checkContainerDisk refuses a containerDisk whose image reference does
 // not parse, whose path leaves the image or names its root, whose pull
 // policy is unknown, or whose pull secret this node cannot read.

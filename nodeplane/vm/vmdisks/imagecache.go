@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,10 +17,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/converge-dev/converge/nodeplane/containerdisk"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
 
@@ -72,11 +71,8 @@ func (c *imageCache) get(ctx context.Context, req pullRequest) (cachedImage, err
 		defer cancel()
 	}
 	transport := c.opts.Transport
-	if transport == nil {
-		transport = remote.DefaultTransport
-	}
 	img, err := remote.Image(req.ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(req.keychain),
-		remote.WithPlatform(c.opts.Platform), remote.WithTransport(tlsUnlessLoopback{transport}))
+		remote.WithPlatform(c.opts.Platform), remote.WithTransport(containerdisk.Transport(transport, nil)))
 	if err != nil {
 		return cachedImage{}, fmt.Errorf("image %s: %w", req.image, err)
 	}
@@ -230,97 +226,19 @@ func (c *imageCache) format(ctx context.Context, p string) (string, error) {
 
 // extractDisk writes the disk of img to dst: the file at p in the image's
 // flattened filesystem, or with p "", the single entry under /disk/ (as
-// KubeVirt, which refuses none or several).
+// KubeVirt, which refuses none or several; containerdisk.Disk).
 func extractDisk(ctx context.Context, img v1.Image, p, dst string) error {
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(&ctxReader{ctx: ctx, r: rc})
-	var found []string
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading the image's layers: %w", err)
-		}
-		n := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
-		if p != "" && n != p || p == "" && path.Dir(n) != diskDir {
-			continue
-		}
-		found = append(found, "/"+n)
-		if len(found) > 1 {
-			return fmt.Errorf("more than one entry under /%s/ (%s): set containerDisk.path", diskDir, strings.Join(found, ", "))
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			return fmt.Errorf("/%s is not a regular file (tar type %q)", n, hdr.Typeflag)
-		}
-		if err := writeSparse(dst, tr); err != nil {
-			return fmt.Errorf("/%s: %w", n, err)
-		}
-	}
+	err := containerdisk.Disk(ctx, img, p, func(_ *tar.Header, r io.Reader) error { return containerdisk.WriteSparse(dst, r) })
+	var le *containerdisk.LayoutError
 	switch {
-	case len(found) == 1:
-		return nil
-	case p != "":
-		return fmt.Errorf("no file /%s in the image (containerDisk.path)", p)
-	}
-	return fmt.Errorf("no file under /%s/ in the image", diskDir)
-}
-
-// ctxReader ends a read once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r *ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
-}
-
-// sparseBlock is the hole granularity of writeSparse.
-const sparseBlock = 4096
-
-// writeSparse copies r into a new file dst, leaving 4 KiB blocks of zeros
-// as holes (a raw disk is mostly zeros), and syncs it.
-func writeSparse(dst string, r io.Reader) error {
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	case !errors.As(err, &le):
 		return err
+	case len(le.Found) > 1:
+		return fmt.Errorf("%w: set containerDisk.path", err)
+	case p != "" && len(le.Found) == 0:
+		return fmt.Errorf("%w (containerDisk.path)", err)
 	}
-	defer f.Close()
-	buf := make([]byte, 256*sparseBlock)
-	var zero [sparseBlock]byte
-	var off int64
-	for {
-		n, rerr := io.ReadFull(r, buf)
-		for i := 0; i < n; i += sparseBlock {
-			end := min(i+sparseBlock, n)
-			if bytes.Equal(buf[i:end], zero[:end-i]) {
-				continue
-			}
-			if _, err := f.WriteAt(buf[i:end], off+int64(i)); err != nil {
-				return err
-			}
-		}
-		off += int64(n)
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
-	if err := f.Truncate(off); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 // lockFile takes an exclusive flock on path (created if needed) and gives

@@ -3,54 +3,19 @@ package vmdisks
 import (
 	"bytes"
 	"fmt"
-	"net"
-	"net/http"
 
 	"github.com/docker/cli/cli/config/configfile"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/converge-dev/converge/nodeplane/containerdisk"
 )
 
-// parseReference parses a containerDisk image reference (Docker Hub when
-// it names no registry, as the kubelet); a loopback registry gets
-// name.Insecure, so that it may be reached over plain HTTP.
-func parseReference(image string) (name.Reference, error) {
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		return nil, err
-	}
-	if isLoopback(ref.Context().RegistryStr()) {
-		return name.ParseReference(image, name.Insecure)
-	}
-	return ref, nil
-}
-
-// isLoopback reports whether a registry host[:port] is localhost or a
-// loopback address.
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// tlsUnlessLoopback refuses plain-HTTP requests to hosts other than
-// loopback ones: go-containerregistry falls back to HTTP for private
-// (RFC 1918) and .local registries too, which converge does not.
-type tlsUnlessLoopback struct{ next http.RoundTripper }
-
-func (t tlsUnlessLoopback) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != "https" && !isLoopback(r.URL.Host) {
-		return nil, fmt.Errorf("%s %s refused: registries other than loopback ones are reached over HTTPS only", r.Method, r.URL.Redacted())
-	}
-	return t.next.RoundTrip(r)
-}
+// parseReference parses a containerDisk image reference
+// (containerdisk.ParseReference: Docker Hub when it names no registry,
+// plain HTTP allowed for a loopback registry).
+func parseReference(image string) (name.Reference, error) { return containerdisk.ParseReference(image) }
 
 // anonymous is the keychain of a containerDisk without imagePullSecret.
 type anonymous struct{}

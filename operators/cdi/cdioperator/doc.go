@@ -43,7 +43,9 @@
 //	                                       upload server, whose address converge-node publishes on
 //	                                       its Node
 //	config.importProxy                     refused: the agent takes no proxy settings yet
-//	config.insecureRegistries              refused unless empty: no registry source
+//	config.insecureRegistries              honoured: the importer's --insecure-registry flags; registry
+//	                                       sources on those hosts are pulled over plain HTTP or
+//	                                       unverified HTTPS (CDI's INSECURETLS)
 //	config.preallocation                   refused when true: sparse images only
 //	config.dataVolumeTTLSeconds            refused unless -1: no garbage collection of DataVolumes
 //	config.logVerbosity                    refused: no verbosity setting in the CDI roles

@@ -130,11 +130,10 @@ func TestController(t *testing.T) {
 	})
 
 	t.Run("unsupported source fails", func(t *testing.T) {
-		u := "docker://quay.io/x"
-		newDV("reg", "now", cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}})
+		newDV("reg", "now", cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://bucket/disk.img"}})
 		dv := waitPhase("reg", cdiv1.Failed)
 		r := dvapi.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeRunning)
-		if r == nil || r.Reason != dvapi.ReasonUnsupportedSource || !strings.Contains(r.Message, "DataVolume vms/reg") {
+		if r == nil || r.Reason != dvapi.ReasonUnsupportedSource || !strings.Contains(r.Message, "DataVolume vms/reg: spec.source.s3: not supported") {
 			t.Errorf("Running %+v, want reason %s naming the DataVolume", r, dvapi.ReasonUnsupportedSource)
 		}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "reg"}, &corev1.PersistentVolumeClaim{}); err == nil {

@@ -60,8 +60,9 @@ func ClaimSpec(dv *cdiv1.DataVolume, overhead float64) (corev1.PersistentVolumeC
 // NewPVC gives the PVC CDI creates for dv: same name and namespace,
 // controller-owned by dv, dv's labels, CDI's import annotations of
 // api/datavolume (AnnSource, AnnEndpoint, AnnSecret, AnnCertConfigMap,
-// AnnContentType, AnnCreatedForDataVolume; for an upload
-// AnnUploadRequest="" as CDI's upload controller) and the spec of
+// AnnContentType, AnnCreatedForDataVolume; for a registry source also
+// AnnRegistryImportMethod; for an upload AnnUploadRequest="" as CDI's
+// upload controller) and the spec of
 // ClaimSpec with the filesystem overhead overhead (Overhead). Errors
 // (unsupported source, no size) name the DataVolume.
 func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeClaim, error) {
@@ -90,6 +91,20 @@ func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeCla
 		if h.CertConfigMap != "" {
 			ann[dvapi.AnnCertConfigMap] = h.CertConfigMap
 		}
+	}
+	if g := dv.Spec.Source.Registry; g != nil {
+		ann[dvapi.AnnEndpoint] = *g.URL
+		if g.SecretRef != nil {
+			ann[dvapi.AnnSecret] = *g.SecretRef
+		}
+		if g.CertConfigMap != nil {
+			ann[dvapi.AnnCertConfigMap] = *g.CertConfigMap
+		}
+		method := cdiv1.RegistryPullPod
+		if g.PullMethod != nil {
+			method = *g.PullMethod
+		}
+		ann[dvapi.AnnRegistryImportMethod] = string(method)
 	}
 	labels := map[string]string{}
 	for k, v := range dv.Labels {

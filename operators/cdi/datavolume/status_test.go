@@ -153,6 +153,23 @@ func TestNewPVC(t *testing.T) {
 			t.Errorf("got %v %+v", p.Annotations, p.Spec)
 		}
 	})
+	t.Run("registry", func(t *testing.T) {
+		dv := base()
+		u, secret, ca := "docker://registry:5000/kubevirt/alpine:devel", "creds", "registry-ca"
+		dv.Spec.Source = &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u, SecretRef: &secret, CertConfigMap: &ca}}
+		dv.Spec.Storage = &cdiv1.StorageSpec{StorageClassName: &sc, Resources: size}
+		p, err := NewPVC(dv, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{dvapi.AnnSource: dvapi.SourceRegistry, dvapi.AnnEndpoint: u, dvapi.AnnSecret: secret, dvapi.AnnCertConfigMap: ca,
+			dvapi.AnnRegistryImportMethod: "pod", dvapi.AnnContentType: "kubevirt"}
+		for k, v := range want {
+			if p.Annotations[k] != v {
+				t.Errorf("annotation %s = %q, want %q", k, p.Annotations[k], v)
+			}
+		}
+	})
 	t.Run("upload", func(t *testing.T) {
 		dv := base()
 		dv.Spec.Source = &cdiv1.DataVolumeSource{Upload: &cdiv1.DataVolumeSourceUpload{}}
@@ -172,9 +189,13 @@ func TestNewPVC(t *testing.T) {
 		name, want string
 		mut        func(*cdiv1.DataVolume)
 	}{
-		{"no source", "expected exactly one of spec.source.http, spec.source.blank or spec.source.upload", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
-		{"registry", "other sources are not supported", func(dv *cdiv1.DataVolume) {
-			u := "docker://x"
+		{"no source", "expected exactly one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
+		{"s3", "spec.source.s3: not supported by converge", func(dv *cdiv1.DataVolume) {
+			dv.Spec.Source = &cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://b/k"}}
+			dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size}
+		}},
+		{"registry without scheme", `spec.source.registry.url: "quay.io/x": expected docker://`, func(dv *cdiv1.DataVolume) {
+			u := "quay.io/x"
 			dv.Spec.Source = &cdiv1.DataVolumeSource{Registry: &cdiv1.DataVolumeSourceRegistry{URL: &u}}
 			dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size}
 		}},
