@@ -1,7 +1,8 @@
-// Package nodeclient is the `converge` CLI's side of the node agents'
-// TLS endpoints (api/nodeendpoint): DialConsole opens a VMI's serial
-// console at the console endpoint of its node (`converge vm console`, as
-// `virtctl console` reaches virt-handler), Upload streams a disk image to
+// Package nodeclient is the cluster side of the node agents' TLS
+// endpoints (api/nodeendpoint): DialConsole opens a VMI's serial console
+// at the console endpoint of its node (converge-controller's virt-api,
+// operators/virt/virtapi, as KubeVirt's virt-api reaches virt-handler,
+// with the token BearerToken gives), Upload streams a disk image to
 // the upload endpoint of a volume's node (`converge image-upload dv`, as
 // `virtctl image-upload` reaches cdi-uploadproxy), and NodeOfPV finds that
 // node from the PersistentVolume. Both clients pin the server's

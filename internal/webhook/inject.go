@@ -13,8 +13,8 @@ import (
 
 // Inject takes a client, a target, a PEM CA bundle and a field manager,
 // and makes the target trust the bundle: every webhook's
-// clientConfig.caBundle of a webhook configuration, or the conversion
-// webhook's of a CRD. It patches with server-side apply (forcing
+// clientConfig.caBundle of a webhook configuration, the conversion
+// webhook's of a CRD, or an APIService's spec.caBundle. It patches with server-side apply (forcing
 // ownership of the caBundle fields only) and only when a value differs.
 // It gives whether it patched; a target that does not exist, is being
 // deleted, or (a CRD) does not convert by webhook is left alone. It does
@@ -62,6 +62,10 @@ func Inject(ctx context.Context, c client.Client, t Target, bundle []byte, field
 		have, _, _ := unstructured.NestedString(obj.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 		changed = have != want
 		_ = unstructured.SetNestedField(patch.Object, want, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	case APIService:
+		have, _, _ := unstructured.NestedString(obj.Object, "spec", "caBundle")
+		changed = have != want
+		_ = unstructured.SetNestedField(patch.Object, want, "spec", "caBundle")
 	default:
 		return false, fmt.Errorf("webhookcert: unknown target kind %q", t.Kind)
 	}
@@ -76,8 +80,11 @@ func Inject(ctx context.Context, c client.Client, t Target, bundle []byte, field
 }
 
 func (t Target) gvk() schema.GroupVersionKind {
-	if t.Kind == CRDConversion {
+	switch t.Kind {
+	case CRDConversion:
 		return schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: string(t.Kind)}
+	case APIService:
+		return schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: string(t.Kind)}
 	}
 	return schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: string(t.Kind)}
 }

@@ -34,7 +34,9 @@ type Manager struct {
 	mu    sync.Mutex
 	opts  Options
 	cert  atomic.Pointer[tls.Certificate]
+	pem   atomic.Pointer[[2][]byte] // the serving certificate and key
 	ca    atomic.Pointer[[]byte]
+	subs  []func() // called when the served certificate changed
 	wake  chan struct{}
 	ready chan struct{}
 	once  sync.Once
@@ -148,6 +150,15 @@ func (m *Manager) Sync(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("webhookcert: loading the serving certificate: %w", err)
 	}
 	m.cert.Store(&kp)
+	pair := [2][]byte{plan.Data[corev1.TLSCertKey], plan.Data[corev1.TLSPrivateKeyKey]}
+	if old := m.pem.Swap(&pair); old == nil || string(old[0]) != string(pair[0]) {
+		m.mu.Lock()
+		subs := slices.Clone(m.subs)
+		m.mu.Unlock()
+		for _, f := range subs {
+			f()
+		}
+	}
 	bundle := plan.Data[CABundleKey]
 	m.ca.Store(&bundle)
 	var errs []error
@@ -194,6 +205,24 @@ func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 		return c, nil
 	}
 	return nil, errors.New("webhookcert: no serving certificate yet")
+}
+
+// ServingPEM gives the PEM serving certificate and key of the last Sync
+// (nil, nil before it), for a server that loads its certificate as PEM
+// (k8s.io/apiserver's dynamiccertificates, operators/virt/virtapi).
+func (m *Manager) ServingPEM() (cert, key []byte) {
+	if p := m.pem.Load(); p != nil {
+		return p[0], p[1]
+	}
+	return nil, nil
+}
+
+// OnRotate registers f, called (from Sync) each time the served
+// certificate changes, the first one included.
+func (m *Manager) OnRotate(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.subs = append(m.subs, f)
 }
 
 // CABundle gives the PEM CA bundle of the last Sync (nil before it).

@@ -60,6 +60,10 @@ const (
 	// CRDConversion sets spec.conversion.webhook.clientConfig.caBundle of a
 	// CustomResourceDefinition whose conversion strategy is Webhook.
 	CRDConversion TargetKind = "CustomResourceDefinition"
+	// APIService sets spec.caBundle of an aggregated API's APIService
+	// (apiregistration.k8s.io/v1), served with the same certificate
+	// (operators/virt/virtapi).
+	APIService TargetKind = "APIService"
 )
 
 // Target names one cluster-scoped object that must trust the CA (as

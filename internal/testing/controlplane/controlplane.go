@@ -54,8 +54,10 @@ type Env struct {
 	Config *rest.Config
 }
 
-// Start starts etcd and kube-apiserver from BinDir on loopback. Stop it
-// with Env.Stop.
+// Start starts etcd and kube-apiserver from BinDir on loopback, with the
+// aggregation layer configured (certAuthn: the front proxy's certificates
+// and --requestheader-* flags, so that an aggregated API server learns
+// each caller's identity). Stop it with Env.Stop.
 func Start() (*Env, error) {
 	bin, err := BinDir()
 	if err != nil {
@@ -64,7 +66,12 @@ func Start() (*Env, error) {
 	if !Available(bin) {
 		return nil, fmt.Errorf("controlplane: kube-apiserver and etcd not found in %s: run `make bin/kube-apiserver`", bin)
 	}
+	authn, err := newCertAuthn()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: bin}
+	env.ControlPlane.APIServer = &envtest.APIServer{SecureServing: envtest.SecureServing{Authn: authn}}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: starting kube-apiserver and etcd: %w", err)

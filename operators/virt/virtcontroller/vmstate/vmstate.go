@@ -2,10 +2,13 @@
 // VirtualMachineInstance objects (kubevirt.io/api/core/v1) say about
 // running, for the virt-controller role's controllers
 // (operators/virt/virtcontroller/vm, scheduler, nodehealth) and the
-// converge CLI's vm verbs (internal/cli): a VM's effective run strategy
-// (RunStrategy, after KubeVirt's VirtualMachine.RunStrategy) and whether a
+// virt-api role (operators/virt/virtapi): a VM's effective run strategy
+// (RunStrategy, after KubeVirt's VirtualMachine.RunStrategy), whether a
 // VMI phase is final (Final, after KubeVirt's
-// VirtualMachineInstance.IsFinal). Pure functions, no client.
+// VirtualMachineInstance.IsFinal), and the changes KubeVirt's lifecycle
+// subresources make (Start, Stop, Restart: the JSON patches of
+// kubevirt pkg/virt-api/rest/lifecycle.go, with its errors). Pure
+// functions, no client.
 package vmstate
 
 import (
