@@ -35,10 +35,19 @@ const (
 	// AnnRegistryImportMethod.
 	AnnRegistryImportMethod = "cdi.kubevirt.io/storage.import.registryImportMethod"
 
+	// AnnCloneRequest, on the PVC of a clone, names the source PVC as
+	// "namespace/name", CDI's AnnCloneRequest; such a PVC has no
+	// AnnSource.
+	AnnCloneRequest = "k8s.io/CloneRequest"
+
 	// SourceHTTP, SourceRegistry, SourceNone and SourceUpload are
 	// AnnSource values (SourceKind), CDI's.
 	SourceHTTP     = "http"
 	SourceRegistry = "registry"
 	SourceNone     = "none"
 	SourceUpload   = "upload"
+	// SourcePVC (spec.source.pvc) and SourceRef (spec.sourceRef) are
+	// SourceKind's clones: no AnnSource, AnnCloneRequest instead.
+	SourcePVC = "pvc"
+	SourceRef = "sourceRef"
 )

@@ -40,16 +40,16 @@ func SetCondition(conds []cdiv1.DataVolumeCondition, t cdiv1.DataVolumeCondition
 }
 
 // Owned reports whether phase belongs to the node agent (ImportInProgress,
-// UploadReady, Succeeded, Failed): the DataVolume controller then leaves
+// CloneInProgress, UploadReady, Succeeded, Failed): the DataVolume controller then leaves
 // phase, progress, restartCount and the Running and Ready conditions
-// alone. ImportInProgress, Succeeded and Failed are written by the
+// alone. ImportInProgress, CloneInProgress, Succeeded and Failed are written by the
 // cdi-importer (nodeplane/cdi/importcontroller); UploadReady by the
 // agent's upload server (nodeplane/cdi/uploadserver ReadyMarker) once the
 // PVC is Bound on its node, and it stays while the upload runs, as CDI's
 // upload server pod keeps it.
 func Owned(phase cdiv1.DataVolumePhase) bool {
 	switch phase {
-	case cdiv1.ImportInProgress, cdiv1.UploadReady, cdiv1.Succeeded, cdiv1.Failed:
+	case cdiv1.ImportInProgress, cdiv1.CloneInProgress, cdiv1.UploadReady, cdiv1.Succeeded, cdiv1.Failed:
 		return true
 	}
 	return false

@@ -29,7 +29,7 @@ func TestOwned(t *testing.T) {
 		want  bool
 	}{
 		{"", false}, {cdiv1.Pending, false}, {cdiv1.WaitForFirstConsumer, false}, {cdiv1.ImportScheduled, false}, {cdiv1.UploadScheduled, false},
-		{cdiv1.ImportInProgress, true}, {cdiv1.UploadReady, true}, {cdiv1.Succeeded, true}, {cdiv1.Failed, true},
+		{cdiv1.ImportInProgress, true}, {cdiv1.CloneInProgress, true}, {cdiv1.CloneScheduled, false}, {cdiv1.UploadReady, true}, {cdiv1.Succeeded, true}, {cdiv1.Failed, true},
 	} {
 		if got := Owned(tc.phase); got != tc.want {
 			t.Errorf("Owned(%q) = %v, want %v", tc.phase, got, tc.want)

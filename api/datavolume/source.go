@@ -8,22 +8,28 @@ import (
 )
 
 // supported lists the sources SourceKind accepts, for its messages.
-const supported = "spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"
+const supported = "spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef"
 
 // SourceKind gives SourceHTTP for spec.source.http, SourceRegistry for
 // spec.source.registry, SourceNone for spec.source.blank, SourceUpload
-// for spec.source.upload, or an error naming the DataVolume and the field
-// and saying which sources are supported (reason
+// for spec.source.upload, SourcePVC for spec.source.pvc and SourceRef for
+// spec.sourceRef (clones, CheckClone), or an error naming the DataVolume
+// and the field and saying which sources are supported (reason
 // ReasonUnsupportedSource). Exactly one source must be set, as CDI's
 // validateNumberOfSources; a registry source must pass CheckRegistry.
 func SourceKind(dv *cdiv1.DataVolume) (string, error) {
 	s := dv.Spec.Source
 	set := setSources(s)
 	switch {
+	case len(set) > 0 && dv.Spec.SourceRef != nil:
+		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef and %s are set; expected exactly one of %s", dv.Namespace, dv.Name, strings.Join(set, " and "), supported)
 	case len(set) > 1:
 		return "", fmt.Errorf("DataVolume %s/%s: %s are set; expected exactly one of %s", dv.Namespace, dv.Name, strings.Join(set, " and "), supported)
 	case len(set) == 0 && dv.Spec.SourceRef != nil:
-		return "", fmt.Errorf("DataVolume %s/%s: spec.sourceRef is not supported; expected %s", dv.Namespace, dv.Name, supported)
+		if err := CheckClone(dv); err != nil {
+			return "", err
+		}
+		return SourceRef, nil
 	case len(set) == 0:
 		return "", fmt.Errorf("DataVolume %s/%s: expected exactly one of %s", dv.Namespace, dv.Name, supported)
 	}
@@ -38,6 +44,11 @@ func SourceKind(dv *cdiv1.DataVolume) (string, error) {
 			return "", fmt.Errorf("DataVolume %s/%s: %w", dv.Namespace, dv.Name, err)
 		}
 		return SourceRegistry, nil
+	case s.PVC != nil:
+		if err := CheckClone(dv); err != nil {
+			return "", err
+		}
+		return SourcePVC, nil
 	case s.Blank != nil:
 		return SourceNone, nil
 	case s.Upload != nil:

@@ -51,9 +51,16 @@ func TestSourceKind(t *testing.T) {
 		{"blank and upload", &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}, Upload: &cdiv1.DataVolumeSourceUpload{}}, "", false, "", true,
 			"DataVolume n/d: spec.source.upload and spec.source.blank are set; expected exactly one of"},
 		{"s3", &cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://b/k"}}, "", false, "", false,
-			"DataVolume n/d: spec.source.s3: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"},
-		{"sourceRef", nil, "", true, "", false, "DataVolume n/d: spec.sourceRef is not supported"},
-		{"none", nil, "", false, "", false, "DataVolume n/d: expected exactly one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"},
+			"DataVolume n/d: spec.source.s3: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef"},
+		{"sourceRef", nil, "", true, SourceRef, false, ""},
+		{"sourceRef and a source", &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, "", true, "", false, "DataVolume n/d: spec.sourceRef and spec.source.blank are set; expected exactly one of"},
+		{"pvc", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "n", Name: "golden"}}, "", false, SourcePVC, false, ""},
+		{"pvc without namespace", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "golden"}}, "", false, SourcePVC, false, ""},
+		{"pvc of another namespace", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "golden"}}, "", false, "", false,
+			`DataVolume n/d: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only`},
+		{"pvc without name", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "n"}}, "", false, "", false, "spec.source.pvc.name: empty"},
+		{"snapshot", &cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Namespace: "n", Name: "s"}}, "", false, "", false, "spec.source.snapshot: not supported by converge"},
+		{"none", nil, "", false, "", false, "DataVolume n/d: expected exactly one of spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef"},
 	} {
 		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "d"}, Spec: cdiv1.DataVolumeSpec{Source: tc.source, ContentType: tc.ct}}
 		if tc.ref {
@@ -87,6 +94,30 @@ func TestParseRegistryURL(t *testing.T) {
 		got, err := ParseRegistryURL(tc.url)
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("ParseRegistryURL(%q) = %+v, %v; want %+v, %q", tc.url, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestCheckClone(t *testing.T) {
+	other := "images"
+	for _, tc := range []struct {
+		name string
+		ref  cdiv1.DataVolumeSourceRef
+		err  string
+	}{
+		{"same namespace", cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}, ""},
+		{"another kind", cdiv1.DataVolumeSourceRef{Kind: "PersistentVolumeClaim", Name: "fedora"}, `DataVolume n/d: spec.sourceRef.kind "PersistentVolumeClaim": expected DataSource`},
+		{"no name", cdiv1.DataVolumeSourceRef{Kind: "DataSource"}, "DataVolume n/d: spec.sourceRef.name: empty"},
+		{"another namespace", cdiv1.DataVolumeSourceRef{Kind: "DataSource", Namespace: &other, Name: "fedora"},
+			`DataVolume n/d: spec.sourceRef.namespace "images": converge clones within the DataVolume's namespace only (CDI's webhook authorizes a cross-namespace clone, create datavolumes/source in images`},
+	} {
+		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "d"}, Spec: cdiv1.DataVolumeSpec{SourceRef: &tc.ref}}
+		err := CheckClone(dv)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		}
+		if !IsClone(dv) {
+			t.Errorf("%s: IsClone false", tc.name)
 		}
 	}
 }

@@ -223,7 +223,7 @@ spec:
   source:
     s3: {url: "s3://bucket/disk.img"}
   storage: {resources: {requests: {storage: 1Gi}}}
-`, []string{"6:5: DataVolume vms/reg: spec.source.s3: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload"}},
+`, []string{"6:5: DataVolume vms/reg: spec.source.s3: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef"}},
 		{"DataVolume without a size", `apiVersion: cdi.kubevirt.io/v1beta1
 kind: DataVolume
 metadata: {name: nosize}
@@ -241,7 +241,7 @@ spec:
       source: {pvc: {name: golden, namespace: images}}
       storage: {resources: {requests: {storage: 1Gi}}}
   template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
-`, []string{"8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: spec.source.pvc: not supported by converge"}},
+`, []string{`8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only`}},
 		{"dataVolumeTemplates without size: the DataVolume controller's check", `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: {name: x}

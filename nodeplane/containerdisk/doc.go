@@ -10,14 +10,6 @@
 // filesystem, or the file a containerDisk's path names; CDI's importer
 // takes the same single file under /disk/ (getImageFileName refuses none,
 // several, or a directory). Images are pulled with
-// github.com/google/go-containerregistry.
-//
-// Registries are reached over HTTPS; plain HTTP only for a loopback
-// registry, or one the caller lists as insecure (the CDI CR's
-// spec.config.insecureRegistries, CDI's IsInsecureRegistry), which is
-// also reached over HTTPS without verifying its certificate, as CDI's
-// importer does with INSECURETLS (containers/image
-// DockerInsecureSkipTLSVerify). go-containerregistry on its own falls back
-// to HTTP for private (RFC 1918) and .local registries too; Transport
-// refuses those.
+// github.com/google/go-containerregistry, through internal/ociregistry
+// (HTTPS; plain HTTP for loopback and insecure registries only).
 package containerdisk

@@ -54,7 +54,7 @@ func newImportEnv(t *testing.T) *importEnv {
 	ctrl.SetLogger(logr.Discard())
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
 	ctx := context.Background()
-	crdtest.Install(t, c, "datavolumes")
+	crdtest.Install(t, c, "datavolumes", "datasources")
 
 	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer

@@ -15,7 +15,11 @@
 // secretRef's accessKeyId and secretKey as basic auth, certConfigMap's
 // CAs, Options.InsecureRegistries from the CDI CR, pullMethod node pulled
 // alike: registry.go); spec.source.blank makes a
-// sparse disk.img of the PVC size. spec.source.upload is skipped (not an
+// sparse disk.img of the PVC size; a clone (spec.source.pvc or
+// spec.sourceRef, its PVC annotated k8s.io/CloneRequest by the DataVolume
+// controller) is a sparse copy of the source volume's disk, which must be
+// a volume of this node (importer.Clone, clone.go; phase CloneInProgress
+// in place of ImportInProgress). spec.source.upload is skipped (not an
 // error): the upload server (nodeplane/cdi/uploadserver), run in the same process
 // through Options.Setups, fills it. The checksum is the converge extension
 // spec.source.http.checksum; spec.source.http.certConfigMap names a

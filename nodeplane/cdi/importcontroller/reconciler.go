@@ -84,6 +84,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	size := claimSize(pvc)
 	log := ctrl.LoggerFrom(ctx).WithValues("dataVolume", req.String(), "path", vol.Path)
 
+	inProgress := cdiv1.ImportInProgress
+	if datavolume.IsClone(dv) {
+		inProgress = cdiv1.CloneInProgress // CDI's host-assisted clone phase
+	}
 	backoff := r.Options.Backoff
 	for {
 		started := false
@@ -91,8 +95,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if dv.Status.Phase == cdiv1.Succeeded || dv.Status.Phase == cdiv1.Failed {
 				return false
 			}
-			started = dv.Status.Phase != cdiv1.ImportInProgress
-			dv.Status.Phase = cdiv1.ImportInProgress
+			started = dv.Status.Phase != inProgress
+			dv.Status.Phase = inProgress
 			if dv.Status.Progress == "" {
 				dv.Status.Progress = "0.00%"
 			}
@@ -103,14 +107,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if dv.Status.Phase != cdiv1.ImportInProgress {
+		if dv.Status.Phase != inProgress {
 			return ctrl.Result{}, nil
 		}
 		if started {
 			event(r.Events, dv, corev1.EventTypeNormal, EventImportInProgress, "Import into %s in progress", pvc.Name)
 		}
 		start := time.Now()
-		ierr := r.importOnce(ctx, dv, kind, vol, size)
+		ierr := r.importOnce(ctx, dv, pvc, kind, vol, size)
 		if ctx.Err() != nil {
 			return ctrl.Result{}, nil // stopping; a restart resumes from ImportInProgress
 		}
@@ -158,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // importOnce runs one import of dv's source into vol.
-func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind string, vol Volume, size int64) error {
+func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, kind string, vol Volume, size int64) error {
 	if kind == datavolume.SourceNone {
 		return blank(vol, size)
 	}
@@ -170,7 +174,7 @@ func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind 
 			return // written with Succeeded
 		}
 		_, _ = UpdateStatus(ctx, r.Client, r.Reader, key, func(dv *cdiv1.DataVolume) bool {
-			if dv.Status.Phase != cdiv1.ImportInProgress {
+			if dv.Status.Phase != cdiv1.ImportInProgress && dv.Status.Phase != cdiv1.CloneInProgress {
 				return false
 			}
 			dv.Status.Progress = cdiv1.DataVolumeProgress(p.String())
@@ -178,6 +182,14 @@ func (r *Reconciler) importOnce(ctx context.Context, dv *cdiv1.DataVolume, kind 
 		})
 	}
 	target := importer.Target{Path: vol.Path, SizeBytes: size}
+	if kind == datavolume.SourcePVC || kind == datavolume.SourceRef {
+		src, err := r.cloneSource(ctx, dv, pvc)
+		if err != nil {
+			return err
+		}
+		_, err = importer.Clone(ctx, src, target, opts)
+		return err
+	}
 	if kind == datavolume.SourceRegistry {
 		src, err := r.registrySource(ctx, dv)
 		if err != nil {

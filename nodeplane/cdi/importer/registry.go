@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/internal/ociregistry"
 	"github.com/converge-dev/converge/nodeplane/containerdisk"
 )
 
@@ -53,7 +54,7 @@ type RegistrySource struct {
 
 // ImportRegistry imports the disk of a containerDisk image, as CDI's
 // registry data source (pkg/importer/registry-datasource.go): the image
-// is pulled with go-containerregistry (nodeplane/containerdisk: HTTPS,
+// is pulled with go-containerregistry (internal/ociregistry: HTTPS,
 // plain HTTP only for loopback and src.Insecure registries), its single
 // file under /disk/ is taken (containerdisk.Disk; none, several or a
 // directory: ReasonNotAnImage) and streamed, sparse, into the temporary
@@ -93,7 +94,7 @@ func pullDisk(ctx, actx context.Context, src RegistrySource, u datavolume.Regist
 	}
 	var img v1.Image
 	if u.Scheme == "docker" {
-		ref, err := containerdisk.ParseReference(u.Image, src.Insecure...)
+		ref, err := ociregistry.ParseReference(u.Image, src.Insecure...)
 		if err != nil {
 			return download{}, newError(src.URL, ReasonInvalidInput, false, "%w", err)
 		}
@@ -146,7 +147,7 @@ func platform(src RegistrySource) v1.Platform {
 
 // registryTransport gives the round tripper of src's pulls: src.Transport
 // (default go-containerregistry's) with src.CA as its roots, wrapped by
-// containerdisk.Transport for src.Insecure.
+// ociregistry.Transport for src.Insecure.
 func registryTransport(src RegistrySource) (http.RoundTripper, error) {
 	base := src.Transport
 	if base == nil {
@@ -165,7 +166,7 @@ func registryTransport(src RegistrySource) (http.RoundTripper, error) {
 		ht.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		base = ht
 	}
-	return containerdisk.Transport(base, src.Insecure), nil
+	return ociregistry.Transport(base, src.Insecure), nil
 }
 
 // classifyPull turns a registry error into an *Error: the registry's

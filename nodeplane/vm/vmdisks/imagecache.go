@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/converge-dev/converge/internal/ociregistry"
 	"github.com/converge-dev/converge/nodeplane/containerdisk"
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 )
@@ -72,7 +73,7 @@ func (c *imageCache) get(ctx context.Context, req pullRequest) (cachedImage, err
 	}
 	transport := c.opts.Transport
 	img, err := remote.Image(req.ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(req.keychain),
-		remote.WithPlatform(c.opts.Platform), remote.WithTransport(containerdisk.Transport(transport, nil)))
+		remote.WithPlatform(c.opts.Platform), remote.WithTransport(ociregistry.Transport(transport, nil)))
 	if err != nil {
 		return cachedImage{}, fmt.Errorf("image %s: %w", req.image, err)
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/converge-dev/converge/nodeplane/containerdisk"
+	"github.com/converge-dev/converge/internal/ociregistry"
 )
 
 // parseReference parses a containerDisk image reference
-// (containerdisk.ParseReference: Docker Hub when it names no registry,
+// (ociregistry.ParseReference: Docker Hub when it names no registry,
 // plain HTTP allowed for a loopback registry).
-func parseReference(image string) (name.Reference, error) { return containerdisk.ParseReference(image) }
+func parseReference(image string) (name.Reference, error) { return ociregistry.ParseReference(image) }
 
 // anonymous is the keychain of a containerDisk without imagePullSecret.
 type anonymous struct{}

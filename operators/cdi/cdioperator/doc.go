@@ -56,7 +56,8 @@
 //	config.tlsSecurityProfile              accepted, not run (HCO sets it on every CDI): the upload
 //	                                       server uses Go's TLS defaults
 //	customizeComponents                    refused unless empty: patches cdi-operator's Deployments
-//	cloneStrategyOverride                  refused: no cloning
+//	cloneStrategyOverride                  copy accepted (converge's clones copy on the source's node,
+//	                                       CDI's host-assisted clone); snapshot and csi-clone refused
 //	infra nodeSelector/affinity/tolerations accepted, not run (HCO sets it from the HC's infra
 //	                                       placement): CDI's infra roles run in converge-controller,
 //	                                       placed by `converge install`

@@ -30,11 +30,28 @@
 // on its Node), the one with the fewest DataVolumes already placed, and
 // sets the annotation so the provisioner provisions the volume there.
 //
+// Clones (clone.go). spec.source.pvc and spec.sourceRef (a DataSource:
+// its spec.source.pvc, or one level of spec.source.dataSource) are cloned
+// as CDI clones when no CSI clone or snapshot exists, host-assisted
+// (pkg/controller/datavolume/pvc-clone-controller.go): the controller
+// resolves the source PVC (read from the API server for DataSources,
+// whose CRD may come later), waits while it or its DataVolume is not
+// ready (Running=False CloneWithoutSource, CloneSourceNotReady), creates
+// the PVC with k8s.io/CloneRequest naming the source and, without a size
+// of its own, the source's size, places it on the node of the source's
+// volume (not PickNode's choice) and writes CloneScheduled; the
+// cdi-importer of that node copies the volume (CloneInProgress,
+// Succeeded). A snapshot DataSource fails (no snapshots), and so does a
+// clone whose PVC is bound on another node than its source
+// (CrossNodeClone: the copy runs on one node). Sources in another
+// namespace are refused (api/datavolume CheckClone: CDI authorizes them in
+// its webhook, which converge does not have).
+//
 // Phase ownership. The controller writes Pending, WaitForFirstConsumer,
-// ImportScheduled and UploadScheduled, claimName and the Bound condition;
-// it never moves a DataVolume out of ImportInProgress, UploadReady,
-// Succeeded or Failed, which belong to the node agent (api/datavolume's
-// Owned).
+// ImportScheduled, CloneScheduled and UploadScheduled, claimName and the
+// Bound condition; it never moves a DataVolume out of ImportInProgress,
+// CloneInProgress, UploadReady, Succeeded or Failed, which belong to the
+// node agent (api/datavolume's Owned).
 // Uploads are placed like imports (PickNode counts them) since the same
 // agent serves them.
 //

@@ -17,8 +17,9 @@ import (
 // StorageProfile, which converge does not have) and, for a Filesystem
 // volume, its size grown by the filesystem overhead (RequiredSpace, as
 // CDI's renderPvcSpecVolumeSize; spec.pvc is taken as it is, as CDI
-// does). The size (resources.requests.storage) is required; the error
-// names the DataVolume and the field.
+// does). The size (resources.requests.storage) is required except for a
+// clone, which gets its source's (the controller fills it, as CDI
+// detects a clone's size); the error names the DataVolume and the field.
 func ClaimSpec(dv *cdiv1.DataVolume, overhead float64) (corev1.PersistentVolumeClaimSpec, error) {
 	var spec corev1.PersistentVolumeClaimSpec
 	switch {
@@ -42,7 +43,9 @@ func ClaimSpec(dv *cdiv1.DataVolume, overhead float64) (corev1.PersistentVolumeC
 	default:
 		return spec, fmt.Errorf("DataVolume %s/%s: expected spec.pvc or spec.storage", dv.Namespace, dv.Name)
 	}
-	if q, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok || q.Sign() <= 0 {
+	if q, ok := spec.Resources.Requests[corev1.ResourceStorage]; (!ok || q.Sign() <= 0) && dvapi.IsClone(dv) {
+		return spec, nil // the source's size, filled by the controller (CDI's clone size detection)
+	} else if !ok || q.Sign() <= 0 {
 		f := "spec.pvc"
 		if dv.Spec.Storage != nil {
 			f = "spec.storage"
@@ -74,7 +77,10 @@ func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeCla
 	if err != nil {
 		return nil, err
 	}
-	ann := map[string]string{dvapi.AnnSource: kind, dvapi.AnnCreatedForDataVolume: string(dv.UID)}
+	ann := map[string]string{dvapi.AnnCreatedForDataVolume: string(dv.UID)}
+	if kind != dvapi.SourcePVC && kind != dvapi.SourceRef {
+		ann[dvapi.AnnSource] = kind // a clone's PVC has AnnCloneRequest instead (NewClonePVC)
+	}
 	ct := string(dv.Spec.ContentType)
 	if ct == "" {
 		ct = string(cdiv1.DataVolumeKubeVirt)
@@ -83,7 +89,8 @@ func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeCla
 	if kind == dvapi.SourceUpload {
 		ann[dvapi.AnnUploadRequest] = ""
 	}
-	if h := dv.Spec.Source.HTTP; h != nil {
+	if h := dv.Spec.Source; h != nil && h.HTTP != nil {
+		h := h.HTTP
 		ann[dvapi.AnnEndpoint] = h.URL
 		if h.SecretRef != "" {
 			ann[dvapi.AnnSecret] = h.SecretRef
@@ -92,7 +99,8 @@ func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeCla
 			ann[dvapi.AnnCertConfigMap] = h.CertConfigMap
 		}
 	}
-	if g := dv.Spec.Source.Registry; g != nil {
+	if dv.Spec.Source != nil && dv.Spec.Source.Registry != nil {
+		g := dv.Spec.Source.Registry
 		ann[dvapi.AnnEndpoint] = *g.URL
 		if g.SecretRef != nil {
 			ann[dvapi.AnnSecret] = *g.SecretRef
@@ -121,4 +129,27 @@ func NewPVC(dv *cdiv1.DataVolume, overhead float64) (*corev1.PersistentVolumeCla
 		},
 		Spec: spec,
 	}, nil
+}
+
+// NewClonePVC gives the PVC of a clone of source: NewPVC's, annotated
+// AnnCloneRequest "namespace/name" as CDI's clone PVCs, with the source's
+// size (its bound capacity, else its request) when dv gives none, as CDI
+// sizes a clone after its source.
+func NewClonePVC(dv *cdiv1.DataVolume, overhead float64, source *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	pvc, err := NewPVC(dv, overhead)
+	if err != nil {
+		return nil, err
+	}
+	pvc.Annotations[dvapi.AnnCloneRequest] = source.Namespace + "/" + source.Name
+	if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; !ok || q.Sign() <= 0 {
+		size, ok := source.Status.Capacity[corev1.ResourceStorage]
+		if !ok || size.Sign() <= 0 {
+			size = source.Spec.Resources.Requests[corev1.ResourceStorage]
+		}
+		if pvc.Spec.Resources.Requests == nil {
+			pvc.Spec.Resources.Requests = corev1.ResourceList{}
+		}
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = size
+	}
+	return pvc, nil
 }

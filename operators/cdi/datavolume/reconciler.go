@@ -3,6 +3,7 @@ package datavolume
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,6 +28,17 @@ import (
 type Reconciler struct {
 	Client client.Client
 	CDI    func(ctx context.Context) (*unstructured.Unstructured, error)
+	// Reader reads DataSources from the API server (not cached: their
+	// CRD may come after the controller starts); nil reads through
+	// Client.
+	Reader client.Reader
+}
+
+func (r *Reconciler) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
+	}
+	return r.Client
 }
 
 // Reconcile handles one DataVolume. It returns an error (and so a requeue
@@ -47,12 +59,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		pvc = nil
 	}
+	var cl clone
+	if _, kerr := dvapi.SourceKind(dv); kerr == nil && dvapi.IsClone(dv) && !dvapi.Owned(dv.Status.Phase) {
+		var err error
+		if cl, err = r.resolveClone(ctx, dv); err != nil {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+		}
+		if cl.failReason != "" {
+			return ctrl.Result{}, r.failWith(ctx, dv, cl.failReason, cl.message)
+		}
+		if cl.waitReason != "" {
+			st := ControllerStatus(dv, pvc, false)
+			st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, cl.waitReason, cl.message)
+			return ctrl.Result{RequeueAfter: cloneWait}, r.writeStatus(ctx, dv, st)
+		}
+	}
 	if pvc == nil && !dvapi.Owned(dv.Status.Phase) {
 		overhead, err := r.overhead(ctx, dv)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
 		}
-		want, err := NewPVC(dv, overhead)
+		var want *corev1.PersistentVolumeClaim
+		if cl.source != nil {
+			want, err = NewClonePVC(dv, overhead, cl.source)
+		} else {
+			want, err = NewPVC(dv, overhead)
+		}
 		if err != nil {
 			return ctrl.Result{}, r.fail(ctx, dv, err)
 		}
@@ -79,9 +111,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	noNode := false
 	if pvc != nil && wffc && pvc.Status.Phase == corev1.ClaimPending && pvc.Annotations[dvapi.AnnSelectedNode] == "" && !dvapi.Owned(dv.Status.Phase) {
-		node, err := r.pickNode(ctx)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+		node := cl.node // a clone goes where its source is
+		if cl.source == nil {
+			var err error
+			if node, err = r.pickNode(ctx); err != nil {
+				return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+			}
 		}
 		if node == "" {
 			noNode = true
@@ -94,6 +129,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err := r.Client.Patch(ctx, pvc, client.MergeFrom(orig)); err != nil {
 				return ctrl.Result{}, fmt.Errorf("DataVolume %s: setting %s=%s on PVC: %w", req, dvapi.AnnSelectedNode, node, err)
 			}
+		}
+	}
+	if cl.source != nil && pvc != nil && pvc.Status.Phase == corev1.ClaimBound && pvc.Spec.VolumeName != "" {
+		pv := &corev1.PersistentVolume{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if n := NodeOf(pv); n != cl.node {
+			return ctrl.Result{}, r.failWith(ctx, dv, dvapi.ReasonCrossNodeClone, fmt.Sprintf(
+				"PVC %s is bound on node %q, its source PVC %s/%s on node %q: converge clones hostpath volumes by copying on the source's node (CDI's host-assisted clone), so both must be on one node; use a WaitForFirstConsumer StorageClass, where the DataVolume controller places the clone on its source's node",
+				pvc.Name, n, cl.source.Namespace, cl.source.Name, cl.node))
 		}
 	}
 	st := ControllerStatus(dv, pvc, wffc)
@@ -157,7 +203,7 @@ func (r *Reconciler) pickNode(ctx context.Context) (string, error) {
 	}
 	placed := map[string]int{}
 	for _, p := range pvcs.Items {
-		if n := p.Annotations[dvapi.AnnSelectedNode]; n != "" && p.Annotations[dvapi.AnnSource] != "" {
+		if n := p.Annotations[dvapi.AnnSelectedNode]; n != "" && (p.Annotations[dvapi.AnnSource] != "" || p.Annotations[dvapi.AnnCloneRequest] != "") {
 			placed[n]++
 		}
 	}
@@ -170,11 +216,19 @@ func (r *Reconciler) fail(ctx context.Context, dv *cdiv1.DataVolume, cause error
 	if _, err := dvapi.SourceKind(dv); err != nil {
 		reason = dvapi.ReasonUnsupportedSource
 	}
+	return r.failWith(ctx, dv, reason, cause.Error())
+}
+
+// cloneWait is how often a clone waiting for its source looks again.
+const cloneWait = 3 * time.Second
+
+// failWith marks dv Failed with reason and message on Running and Ready.
+func (r *Reconciler) failWith(ctx context.Context, dv *cdiv1.DataVolume, reason, message string) error {
 	st := *dv.Status.DeepCopy()
 	st.Phase = cdiv1.Failed
 	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeBound, corev1.ConditionFalse, dvapi.ReasonNotFound, "No PVC found")
-	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, cause.Error())
-	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, cause.Error())
+	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, reason, message)
+	st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeReady, corev1.ConditionFalse, reason, message)
 	return r.writeStatus(ctx, dv, st)
 }
 

@@ -18,7 +18,8 @@ import (
 //     WaitForFirstConsumer;
 //   - PVC Pending with a selected node (import placed), or Bound:
 //     ImportScheduled, or UploadScheduled for spec.source.upload (CDI's
-//     upload controller; the agent then sets UploadReady);
+//     upload controller; the agent then sets UploadReady), or
+//     CloneScheduled for a clone (the agent then sets CloneInProgress);
 //   - PVC Pending otherwise: Pending.
 //
 // Bound follows the PVC as in CDI's updateBoundCondition ("PVC NAME
@@ -48,8 +49,11 @@ func ControllerStatus(dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim, w
 		return st
 	}
 	scheduled := cdiv1.ImportScheduled
-	if dvapi.IsUpload(dv) {
+	switch {
+	case dvapi.IsUpload(dv):
 		scheduled = cdiv1.UploadScheduled
+	case dvapi.IsClone(dv):
+		scheduled = cdiv1.CloneScheduled
 	}
 	switch {
 	case pvc == nil:

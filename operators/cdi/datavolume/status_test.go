@@ -189,7 +189,7 @@ func TestNewPVC(t *testing.T) {
 		name, want string
 		mut        func(*cdiv1.DataVolume)
 	}{
-		{"no source", "expected exactly one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
+		{"no source", "expected exactly one of spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef", func(dv *cdiv1.DataVolume) { dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size} }},
 		{"s3", "spec.source.s3: not supported by converge", func(dv *cdiv1.DataVolume) {
 			dv.Spec.Source = &cdiv1.DataVolumeSource{S3: &cdiv1.DataVolumeSourceS3{URL: "s3://b/k"}}
 			dv.Spec.Storage = &cdiv1.StorageSpec{Resources: size}

@@ -19,7 +19,8 @@ import (
 // no source, several sources, a template no volume of spec.template
 // references), a namespace other than the VM's (its DataVolume could not
 // be created there), and a source converge's DataVolume controller does
-// not import (api/datavolume SourceKind: http, blank and upload only), so
+// not import or clone (api/datavolume SourceKind: http, registry, blank,
+// upload, and clones of a PVC or DataSource of the VM's namespace), so
 // that such a VM is refused rather than left with a Failed DataVolume.
 // Paths are the fields' own (spec.dataVolumeTemplates[i]...).
 func CheckDataVolumeTemplates(vm *kubevirtv1.VirtualMachine) vmisupport.FieldErrors {

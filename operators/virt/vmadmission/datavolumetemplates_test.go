@@ -62,12 +62,14 @@ func TestCheckDataVolumeTemplates(t *testing.T) {
 			t.Namespace = "other"
 			return t
 		}()), []string{`spec.dataVolumeTemplates[0].metadata.namespace: "other": a VirtualMachine's DataVolumes are created in its namespace "default"`}},
-		{"a clone converge does not do", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
+		{"a clone from another namespace", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
 			Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "fedora"}}})),
-			[]string{"spec.dataVolumeTemplates[0].spec.source: spec.source.pvc: not supported by converge; expected one of spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload (converge's DataVolume controller)"}},
-		{"a DataSource converge does not resolve", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
-			SourceRef: &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}})),
-			[]string{"spec.dataVolumeTemplates[0].spec.sourceRef: spec.sourceRef is not supported; expected spec.source.http, spec.source.registry, spec.source.blank or spec.source.upload (converge's DataVolume controller)"}},
+			[]string{`spec.dataVolumeTemplates[0].spec.source: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only (CDI's webhook authorizes a cross-namespace clone, create datavolumes/source in images; converge has no such check) (converge's DataVolume controller)`}},
+		{"a clone of a DataSource", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{},
+			SourceRef: &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}})), nil},
+		{"a DataSource of another kind", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
+			SourceRef: &cdiv1.DataVolumeSourceRef{Kind: "VolumeSnapshot", Name: "fedora"}})),
+			[]string{`spec.dataVolumeTemplates[0].spec.sourceRef: spec.sourceRef.kind "VolumeSnapshot": expected DataSource (converge's DataVolume controller)`}},
 		{"the second of two", vm([]string{"root", "data"}, tmpl("root", cdiv1.DataVolumeSpec{Source: http, Storage: storage}), tmpl("data", cdiv1.DataVolumeSpec{Source: http})),
 			[]string{"spec.dataVolumeTemplates[1].spec: Missing Data volume PVC or Storage"}},
 	}

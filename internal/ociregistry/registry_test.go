@@ -1,4 +1,4 @@
-package containerdisk
+package ociregistry
 
 import (
 	"errors"

@@ -1,0 +1,50 @@
+package importcontroller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
+
+	"github.com/converge-dev/converge/api/datavolume"
+	"github.com/converge-dev/converge/nodeplane/cdi/importer"
+)
+
+// cloneSource gives the disk of the volume a clone copies: the PVC its
+// own PVC's AnnCloneRequest names (written by the DataVolume controller
+// once it resolved spec.source.pvc or spec.sourceRef), Bound to a volume
+// of this node's hostpath driver (Resolve). A source on another node, or
+// not a hostpath CSI volume, is a permanent failure (CrossNodeClone in
+// the message): CDI's host-assisted clone streams between two pods,
+// converge copies on the one node that holds both volumes.
+func (r *Reconciler) cloneSource(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) (string, error) {
+	ref := pvc.Annotations[datavolume.AnnCloneRequest]
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns != dv.Namespace || name == "" {
+		return "", &importer.Error{URL: "clone", Reason: importer.ReasonInvalidInput,
+			Err: fmt.Errorf("DataVolume %s/%s: PVC %s annotation %s %q: expected %s/<source PVC>", dv.Namespace, dv.Name, pvc.Name, datavolume.AnnCloneRequest, ref, dv.Namespace)}
+	}
+	src := &corev1.PersistentVolumeClaim{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, src); err != nil {
+		return "", fmt.Errorf("DataVolume %s/%s: source PVC %s: %w", dv.Namespace, dv.Name, ref, err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if src.Spec.VolumeName == "" {
+		return "", fmt.Errorf("DataVolume %s/%s: source PVC %s is not bound", dv.Namespace, dv.Name, ref)
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: src.Spec.VolumeName}, pv); err != nil {
+		return "", fmt.Errorf("DataVolume %s/%s: source PV %s: %w", dv.Namespace, dv.Name, src.Spec.VolumeName, err)
+	}
+	vol, ours, err := Resolve(pv, r.Options)
+	if !ours {
+		return "", &importer.Error{URL: "clone of PVC " + ref, Reason: importer.ReasonInvalidInput,
+			Err: fmt.Errorf("%s: the source volume (PV %s) is not a volume of this node %s: converge clones hostpath volumes on the node that holds both", datavolume.ReasonCrossNodeClone, pv.Name, r.Options.NodeName)}
+	}
+	if err != nil {
+		return "", err
+	}
+	return vol.Path, nil
+}
