@@ -11,7 +11,9 @@
 // (operators/virt/vmadmission) and the MAC pool's webhook
 // (operators/network/macpool) on one webhook server, registered through
 // internal/webhook with a serving certificate it issues and rotates
-// itself.
+// itself, and, with the same certificate, the aggregated API
+// subresources.kubevirt.io/v1 of KubeVirt's virt-api
+// (operators/virt/virtapi, --virt-api-bind-address).
 //
 // It is also the native operators (operators/operand): the virt operator
 // (operators/virt/virtoperator, KubeVirt CRs), the network operator
@@ -62,6 +64,7 @@ import (
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
+	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
@@ -70,6 +73,7 @@ import (
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/operators/operand"
+	"github.com/converge-dev/converge/operators/virt/virtapi"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/virtoperator"
 	"github.com/converge-dev/converge/reconciler"
@@ -154,6 +158,9 @@ func run() error {
 		mp           = macpool.DefaultSetupOptions()
 		dataVolumes  bool
 		vmValidation bool
+		virtAPI      bool
+		virtAPIAddr  string
+		virtAPIPort  int
 		nodeImage    string
 		operandNS    string
 	)
@@ -164,6 +171,9 @@ func run() error {
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md, or a CPU model the KubeVirt CR marks obsolete (needs the webhook server; registered once a native KubeVirt CR exists)")
+	flag.BoolVar(&virtAPI, "virt-api", true, "serve the aggregated API subresources.kubevirt.io/v1 (virt-api role: virtualmachines/start, stop, restart and virtualmachineinstances/console for virtctl, KubeVirt's client and converge vm), with the webhook certificate, and register its APIService once a native KubeVirt CR exists (needs the webhook Service and the issued certificate)")
+	flag.StringVar(&virtAPIAddr, "virt-api-bind-address", ":8443", "address the aggregated API subresources.kubevirt.io is served on")
+	flag.IntVar(&virtAPIPort, "virt-api-service-port", 8443, "port of --webhook-service-name in front of --virt-api-bind-address, which the APIService names")
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once a native KubeVirt CR exists)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
@@ -334,6 +344,16 @@ func run() error {
 	case vmValidation:
 		ctrl.Log.Info("VM validation webhook not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
+	switch {
+	case virtAPI && certs != nil && ep.Service != nil:
+		vo.VirtAPI = &virtapi.SetupOptions{
+			BindAddress: virtAPIAddr, Service: *ep.Service, ServicePort: int32(virtAPIPort), Certs: certs,
+			Kubeconfig: kubeconfigFlag(), FieldOwner: reconciler.FieldManager,
+			ConsoleToken: func(context.Context) (string, error) { return nodeclient.BearerToken(restCfg) },
+		}
+	case virtAPI:
+		ctrl.Log.Info("virt-api not served: it needs the webhook Service (--webhook-service-name/--webhook-service-namespace) and the issued certificate (no --webhook-cert-dir)")
+	}
 	if err := virtoperator.Setup(mgr, engine, vo); err != nil {
 		return err
 	}
@@ -432,6 +452,17 @@ func addReceiver(mgr manager.Manager, addr string, r *synccontroller.Reconciler)
 		}
 		return nil
 	}))
+}
+
+// kubeconfigFlag gives the kubeconfig file the manager's configuration
+// came from (controller-runtime's --kubeconfig, else $KUBECONFIG), empty
+// in a cluster: the virt-api's delegated authentication and authorization
+// read the same one.
+func kubeconfigFlag() string {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return os.Getenv("KUBECONFIG")
 }
 
 // disableHTTP2 serves the webhook over HTTP/1.1 only, as kubebuilder's

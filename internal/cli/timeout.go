@@ -54,9 +54,26 @@ func (t requestTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
 	if streaming(req) {
 		timer.Stop()
 	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, timer: timer, cancel: cancel}
+	body := &cancelOnClose{ReadCloser: resp.Body, timer: timer, cancel: cancel}
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// an upgraded connection (a WebSocket console) is written to
+		// through its body, as net/http gives it
+		resp.Body = upgradedBody{cancelOnClose: body, w: rw}
+		return resp, nil
+	}
+	resp.Body = body
 	return resp, nil
 }
+
+// upgradedBody is cancelOnClose for a 101 Switching Protocols response,
+// whose body net/http makes an io.ReadWriteCloser: writes go to the
+// connection.
+type upgradedBody struct {
+	*cancelOnClose
+	w io.Writer
+}
+
+func (b upgradedBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 // cancelOnClose releases a request's context and timer when its body is
 // closed.

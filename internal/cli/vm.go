@@ -2,43 +2,33 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
+	"k8s.io/client-go/rest"
 )
 
-// vmScheme holds the types the vm verbs read and write: client-go's and
-// kubevirt.io/v1.
-var vmScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}()
+// subresourcesGV is KubeVirt's aggregated API, which `converge vm` calls
+// as virtctl does: converge-controller's virt-api serves it in native mode
+// (operators/virt/virtapi), KubeVirt's virt-api in external mode.
+var subresourcesGV = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
 
-// vmClient gives a client of the kubeconfig's cluster that knows
-// kubevirt.io/v1.
-func (g *globals) vmClient() (client.Client, error) {
+// subresourcesClient gives a REST client of subresources.kubevirt.io/v1
+// on the kubeconfig's cluster.
+func (g *globals) subresourcesClient() (*rest.RESTClient, error) {
 	cfg, err := g.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: vmScheme})
+	cfg.GroupVersion, cfg.APIPath = &subresourcesGV, "/apis"
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(cfg)
 }
 
 func newVM(g *globals) *cobra.Command {
@@ -54,15 +44,17 @@ func newVM(g *globals) *cobra.Command {
 func newVMLifecycle(g *globals, verb string) *cobra.Command {
 	var ns string
 	long := map[string]string{
-		"start": `start runs a VirtualMachine as KubeVirt's start subresource does: a Halted VM
+		"start": `start calls KubeVirt's start subresource of a VirtualMachine
+(subresources.kubevirt.io, as virtctl start does; converge-controller serves
+it in native mode, KubeVirt's virt-api in external mode): a Halted VM
 gets runStrategy Always; a Manual or RerunOnFailure VM gets a Start request in
 status.stateChangeRequests (Stop then Start when its last VMI ended). Always
 and Once VMs refuse manual starts; a VM whose VMI runs is "already running".`,
-		"stop": `stop stops a VirtualMachine as KubeVirt's stop subresource does: an Always or
+		"stop": `stop calls KubeVirt's stop subresource of a VirtualMachine: an Always or
 Once VM gets runStrategy Halted; a Manual or RerunOnFailure VM gets a Stop
 request for its VMI in status.stateChangeRequests.`,
-		"restart": `restart replaces a VirtualMachine's VMI as KubeVirt's restart subresource
-does: Stop (of the current VMI) then Start in status.stateChangeRequests.
+		"restart": `restart calls KubeVirt's restart subresource of a VirtualMachine, which
+replaces its VMI: Stop (of the current VMI) then Start in status.stateChangeRequests.
 Halted and Once VMs refuse restarts.`,
 	}[verb]
 	cmd := &cobra.Command{
@@ -71,11 +63,11 @@ Halted and Once VMs refuse restarts.`,
 		Long:  long,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.vmClient()
+			rc, err := g.subresourcesClient()
 			if err != nil {
 				return err
 			}
-			if err := changeVM(cmd.Context(), c, verb, ns, args[0]); err != nil {
+			if err := changeVM(cmd.Context(), rc, verb, ns, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "VM %s/%s was scheduled to %s\n", ns, args[0], verb)
@@ -86,168 +78,38 @@ Halted and Once VMs refuse restarts.`,
 	return cmd
 }
 
-// Errors of the lifecycle verbs, KubeVirt's words
-// (pkg/virt-api/rest/lifecycle.go).
-const (
-	vmAlreadyRunning = "VM is already running"
-	vmNotRunning     = "VM is not running"
-)
+// changeVM calls KubeVirt's verb subresource of the VirtualMachine ns/name
+// (PUT /apis/subresources.kubevirt.io/v1/namespaces/NS/virtualmachines/
+// NAME/VERB with empty options, as virtctl does), whose server applies
+// KubeVirt's rules (pkg/virt-api/rest/lifecycle.go). Errors name the
+// VirtualMachine and give the server's reason.
+func changeVM(ctx context.Context, rc *rest.RESTClient, verb, ns, name string) error {
+	err := rc.Put().Namespace(ns).Resource("virtualmachines").Name(name).SubResource(verb).
+		SetHeader("Content-Type", "application/json").Body([]byte("{}")).Do(ctx).Error()
+	if err == nil {
+		return nil
+	}
+	return subresourceError("VirtualMachine", "virtualmachine", ns, name, err)
+}
 
-// changeVM applies verb to the VirtualMachine ns/name with KubeVirt's
-// rules (pkg/virt-api/rest/lifecycle.go: StartVMRequestHandler,
-// StopVMRequestHandler, RestartVMRequestHandler), as JSON patches with a
-// test of the fields they replace, so a concurrent change fails instead of
-// being overwritten. Errors name the VirtualMachine.
-func changeVM(ctx context.Context, c client.Client, verb, ns, name string) error {
-	vm := &kubevirtv1.VirtualMachine{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
-		return vmError(ns, name, err)
+// subresourceError words an error of a subresources.kubevirt.io request
+// about the object kind ns/name (resource: KubeVirt's singular in its
+// errors): not found, the API not served, or the server's reason without
+// the "Operation cannot be fulfilled …" and "Internal error occurred"
+// prefixes of KubeVirt's Status messages.
+func subresourceError(kind, resource, ns, name string, err error) error {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s %s/%s: %w", kind, ns, name, err)
 	}
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
-		}
-		vmi = nil
-	}
-	spec, status, err := lifecyclePatch(verb, vm, vmi)
-	if err != nil {
-		return fmt.Errorf("VirtualMachine %s/%s: %w", ns, name, err)
-	}
+	st := se.Status()
 	switch {
-	case spec != nil:
-		err = c.Patch(ctx, vm, client.RawPatch(types.JSONPatchType, spec))
-	case status != nil:
-		err = c.Status().Patch(ctx, vm, client.RawPatch(types.JSONPatchType, status))
+	case st.Code == http.StatusNotFound && st.Details != nil && st.Details.Kind == resource:
+		return fmt.Errorf("%s %s/%s not found", kind, ns, name)
+	case st.Code == http.StatusNotFound:
+		return fmt.Errorf("the cluster does not serve subresources.kubevirt.io/v1 (KubeVirt's virt-api; converge-controller serves it while a native KubeVirt exists): %s %s/%s: %s", kind, ns, name, st.Message)
 	}
-	if err != nil {
-		if strings.Contains(err.Error(), "test operation does not apply") {
-			return fmt.Errorf("VirtualMachine %s/%s changed while converge %s read it: try again", ns, name, verb)
-		}
-		return vmError(ns, name, err)
-	}
-	return nil
-}
-
-// vmError words an API error about the VirtualMachine ns/name.
-func vmError(ns, name string, err error) error {
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("VirtualMachine %s/%s not found", ns, name)
-	case meta.IsNoMatchError(err):
-		return fmt.Errorf("the cluster does not serve the VirtualMachine API (CRD virtualmachines.kubevirt.io): install KubeVirt's CRDs (converge's virt component)")
-	}
-	return fmt.Errorf("VirtualMachine %s/%s: %w", ns, name, err)
-}
-
-// lifecyclePatch gives the JSON patch of vm's spec or of its status (one
-// of them) that verb makes, given its VMI (nil: none), or the refusal.
-func lifecyclePatch(verb string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) (spec, status []byte, err error) {
-	rs := vmstate.RunStrategy(vm)
-	final := vmi == nil || vmstate.Final(vmi.Status.Phase)
-	switch verb {
-	case "start":
-		if vmi != nil && !vmstate.Final(vmi.Status.Phase) && vmi.Status.Phase != kubevirtv1.Unknown && vmi.Status.Phase != kubevirtv1.VmPhaseUnset {
-			return nil, nil, fmt.Errorf(vmAlreadyRunning)
-		}
-		switch rs {
-		case kubevirtv1.RunStrategyHalted:
-			spec, err = runningPatch(vm, true)
-			return spec, nil, err
-		case kubevirtv1.RunStrategyRerunOnFailure, kubevirtv1.RunStrategyManual:
-			if rs == kubevirtv1.RunStrategyRerunOnFailure && vmi != nil && vmi.Status.Phase == kubevirtv1.Failed {
-				return nil, nil, fmt.Errorf("%s does not support starting VM from failed state", rs)
-			}
-			restart := vmi != nil && ((rs == kubevirtv1.RunStrategyRerunOnFailure && vmi.Status.Phase == kubevirtv1.Succeeded) ||
-				(rs == kubevirtv1.RunStrategyManual && vmstate.Final(vmi.Status.Phase)))
-			if restart {
-				status, err = changeRequestPatch(vm, stopRequest(vmi), startRequest())
-			} else {
-				status, err = changeRequestPatch(vm, startRequest())
-			}
-			return nil, status, err
-		}
-		return nil, nil, fmt.Errorf("%s does not support manual start requests", rs)
-	case "stop":
-		switch rs {
-		case kubevirtv1.RunStrategyHalted:
-			if final {
-				return nil, nil, fmt.Errorf(vmNotRunning)
-			}
-			// KubeVirt then needs a shorter grace period, which converge
-			// does not offer yet
-			return nil, nil, fmt.Errorf("%s only supports manual stop requests with a shorter graceperiod", rs)
-		case kubevirtv1.RunStrategyRerunOnFailure, kubevirtv1.RunStrategyManual:
-			if final {
-				return nil, nil, fmt.Errorf(vmNotRunning)
-			}
-			status, err = changeRequestPatch(vm, stopRequest(vmi))
-			return nil, status, err
-		}
-		spec, err = runningPatch(vm, false)
-		return spec, nil, err
-	case "restart":
-		if rs == kubevirtv1.RunStrategyHalted || rs == kubevirtv1.RunStrategyOnce {
-			// KubeVirt spells it "RunStategy"
-			return nil, nil, fmt.Errorf("RunStrategy %s does not support manual restart requests", rs)
-		}
-		if vmi == nil {
-			return nil, nil, fmt.Errorf("%s: %s", vmNotRunning, kubevirtv1.RunStrategyHalted)
-		}
-		status, err = changeRequestPatch(vm, stopRequest(vmi), startRequest())
-		return nil, status, err
-	}
-	return nil, nil, fmt.Errorf("unknown verb %q", verb)
-}
-
-func startRequest() kubevirtv1.VirtualMachineStateChangeRequest {
-	return kubevirtv1.VirtualMachineStateChangeRequest{Action: kubevirtv1.StartRequest}
-}
-
-func stopRequest(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.VirtualMachineStateChangeRequest {
-	uid := vmi.UID
-	return kubevirtv1.VirtualMachineStateChangeRequest{Action: kubevirtv1.StopRequest, UID: &uid}
-}
-
-// patchOp is one JSON patch (RFC 6902) operation.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// runningPatch sets spec.runStrategy to Always (running) or Halted, or
-// the legacy spec.running when the VM uses it, testing the old value
-// (KubeVirt lifecycle.go getRunningPatch).
-func runningPatch(vm *kubevirtv1.VirtualMachine, running bool) ([]byte, error) {
-	rs := kubevirtv1.RunStrategyHalted
-	if running {
-		rs = kubevirtv1.RunStrategyAlways
-	}
-	switch {
-	case vm.Spec.RunStrategy != nil:
-		return json.Marshal([]patchOp{{"test", "/spec/runStrategy", *vm.Spec.RunStrategy}, {"replace", "/spec/runStrategy", rs}})
-	case vm.Spec.Running != nil: //nolint:staticcheck // the legacy field is still served
-		return json.Marshal([]patchOp{{"test", "/spec/running", *vm.Spec.Running}, {"replace", "/spec/running", running}}) //nolint:staticcheck
-	}
-	return json.Marshal([]patchOp{{"add", "/spec/runStrategy", rs}})
-}
-
-// changeRequestPatch appends changes to status.stateChangeRequests, testing
-// the current list (KubeVirt lifecycle.go getChangeRequestJson): an empty
-// status gets one; a pending list takes only a lone Stop, which replaces it.
-func changeRequestPatch(vm *kubevirtv1.VirtualMachine, changes ...kubevirtv1.VirtualMachineStateChangeRequest) ([]byte, error) {
-	if equality.Semantic.DeepEqual(vm.Status, kubevirtv1.VirtualMachineStatus{}) {
-		return json.Marshal([]patchOp{{"add", "/status", kubevirtv1.VirtualMachineStatus{StateChangeRequests: changes}}})
-	}
-	ops := []patchOp{{"test", "/status/stateChangeRequests", vm.Status.StateChangeRequests}}
-	switch {
-	case len(vm.Status.StateChangeRequests) == 0:
-		ops = append(ops, patchOp{"add", "/status/stateChangeRequests", changes})
-	case len(changes) == 1 && changes[0].Action == kubevirtv1.StopRequest:
-		ops = append(ops, patchOp{"replace", "/status/stateChangeRequests", changes})
-	default:
-		return nil, fmt.Errorf("unable to complete request: stop/start already underway")
-	}
-	return json.Marshal(ops)
+	msg := strings.TrimPrefix(st.Message, fmt.Sprintf("Operation cannot be fulfilled on %s.kubevirt.io %q: ", resource, name))
+	msg = strings.TrimPrefix(msg, "Internal error occurred: ")
+	return fmt.Errorf("%s %s/%s: %s", kind, ns, name, msg)
 }

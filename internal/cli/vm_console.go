@@ -3,23 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
-	"strings"
+	"path"
 
+	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/converge-dev/converge/api/nodeendpoint"
-	"github.com/converge-dev/converge/internal/nodeclient"
 )
 
 // escapeByte is Ctrl+], which ends `converge vm console` as it ends
@@ -27,55 +25,40 @@ import (
 const escapeByte = 0x1d
 
 func newVMConsole(g *globals) *cobra.Command {
-	var ns, token string
+	var ns string
 	cmd := &cobra.Command{
 		Use:   "console NAME",
 		Short: "Attach to the serial console of a VirtualMachineInstance (Ctrl+] quits)",
 		Long: `console streams the serial console of the VirtualMachineInstance NAME through
-the converge-node agent of its node: it reads status.nodeName, the Node's
-console address and certificate fingerprint (annotations
-vm.converge.dev/console-address and vm.converge.dev/console-cert-sha256),
-and connects with the kubeconfig's bearer token, which the agent checks with
-a TokenReview and authorizes with a SubjectAccessReview for get on
-virtualmachineinstances/console in subresources.kubevirt.io (KubeVirt's
-RBAC). A kubeconfig that authenticates with a client certificate has no
-token to pass on: give one with --token (e.g. kubectl create token NAME).
+KubeVirt's console subresource, as virtctl console does: a WebSocket (subprotocol
+plain.kubevirt.io) to /apis/subresources.kubevirt.io/v1/namespaces/NS/
+virtualmachineinstances/NAME/console on the API server, which authenticates
+the kubeconfig's user (a token, a client certificate, an exec plugin) and
+authorizes get on virtualmachineinstances/console (KubeVirt's kubevirt.io:edit
+and kubevirt.io:admin roles grant it); converge-controller's virt-api
+streams it to the console server of the VMI's node.
 
 When stdin is a terminal it is put in raw mode. Ctrl+] quits, as in
 virtctl console; so does the end of stdin or of the console.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runConsole(cmd.Context(), g, cmd.InOrStdin(), ns, args[0], token)
+			return runConsole(cmd.Context(), g, cmd.InOrStdin(), ns, args[0])
 		},
 	}
 	cmd.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the VirtualMachineInstance")
-	cmd.Flags().StringVar(&token, "token", "", "bearer token for the node's console server (default: the kubeconfig's)")
 	return cmd
 }
 
-func runConsole(ctx context.Context, g *globals, stdin io.Reader, ns, name, token string) error {
+func runConsole(ctx context.Context, g *globals, stdin io.Reader, ns, name string) error {
 	cfg, err := g.restConfig()
-	if err != nil {
-		return err
-	}
-	if token == "" {
-		if token, err = bearerToken(cfg); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: vmScheme})
-	if err != nil {
-		return err
-	}
-	ep, err := consoleEndpoint(ctx, c, ns, name)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := nodeclient.DialConsole(ctx, ep, token, ns, name)
+	s, err := dialConsole(ctx, cfg, ns, name)
 	if err != nil {
-		return fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
+		return err
 	}
 	defer s.Close()
 	fmt.Fprintf(g.stderr, "Successfully connected to %s console. The escape sequence is ^]\n", name)
@@ -95,7 +78,7 @@ func runConsole(ctx context.Context, g *globals, stdin io.Reader, ns, name, toke
 	go func() { in <- copyUntilEscape(s, stdin) }()
 	select {
 	case err := <-out:
-		if err != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
 		}
 		fmt.Fprintf(g.stderr, "\r\nThe console of %s/%s ended.\r\n", ns, name)
@@ -108,6 +91,63 @@ func runConsole(ctx context.Context, g *globals, stdin io.Reader, ns, name, toke
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// plainStreamProtocol is KubeVirt's console subprotocol
+// (subresources.PlainStreamProtocolName): binary messages of the
+// console's bytes.
+const plainStreamProtocol = "plain.kubevirt.io"
+
+// dialConsole opens the console subresource of VMI ns/name on cfg's API
+// server with cfg's credentials (TLS client certificate, bearer token or
+// plugin, through client-go's wrappers, as KubeVirt's client does) over
+// HTTP/1.1, and gives the stream. A refusal is worded from the server's
+// Status.
+func dialConsole(ctx context.Context, cfg *rest.Config, ns, name string) (io.ReadWriteCloser, error) {
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	proxy := http.ProxyFromEnvironment
+	if cfg.Proxy != nil {
+		proxy = cfg.Proxy
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, &http.Transport{TLSClientConfig: tlsConfig, Proxy: proxy})
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: server %q: %w", cfg.Host, err)
+	}
+	u.Path = path.Join(u.Path, "/apis", subresourcesGV.String(), "namespaces", ns, "virtualmachineinstances", name, "console")
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPClient: &http.Client{Transport: rt}, Subprotocols: []string{plainStreamProtocol}})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, consoleRefusal(ns, name, resp)
+		}
+		return nil, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
+	}
+	ws.SetReadLimit(-1)
+	return websocket.NetConn(ctx, ws, websocket.MessageBinary), nil
+}
+
+// consoleRefusal words the API server's refusal of a console: its Status
+// (KubeVirt's messages) when the body is one, else the status line.
+func consoleRefusal(ns, name string, resp *http.Response) error {
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	}
+	st := &metav1.Status{}
+	if json.Unmarshal(body, st) != nil || st.Kind != "Status" {
+		return fmt.Errorf("VirtualMachineInstance %s/%s: the API server answered %s", ns, name, resp.Status)
+	}
+	err := subresourceError("VirtualMachineInstance", "virtualmachineinstance", ns, name, apierrors.FromObject(st))
+	if apierrors.IsNotFound(apierrors.FromObject(st)) && st.Details != nil && st.Details.Kind == "virtualmachineinstance" {
+		return fmt.Errorf("%w (is the VirtualMachine started? converge vm start %s -n %s)", err, name, ns)
+	}
+	return err
 }
 
 // copyUntilEscape copies stdin to the console until Ctrl+] (the bytes
@@ -134,61 +174,3 @@ func copyUntilEscape(dst io.Writer, stdin io.Reader) error {
 		}
 	}
 }
-
-// consoleEndpoint finds the node of VMI ns/name and its console endpoint.
-func consoleEndpoint(ctx context.Context, c client.Client, ns, name string) (nodeendpoint.Endpoint, error) {
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s not found (is the VirtualMachine started? converge vm start %s -n %s)", ns, name, name, ns)
-		}
-		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
-	}
-	if vmi.Status.NodeName == "" {
-		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s is not scheduled to a node yet (phase %s)", ns, name, vmi.Status.Phase)
-	}
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: vmi.Status.NodeName}, node); err != nil {
-		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: Node %s: %w", ns, name, vmi.Status.NodeName, err)
-	}
-	ep, err := nodeendpoint.Console.FromNode(node)
-	if err != nil {
-		return nodeendpoint.Endpoint{}, fmt.Errorf("VirtualMachineInstance %s/%s: %w", ns, name, err)
-	}
-	return ep, nil
-}
-
-// errNoToken is the refusal when the kubeconfig has no bearer token.
-var errNoToken = errors.New("the kubeconfig's user has no bearer token (it authenticates with a client certificate or a password), and the node's console server accepts only tokens: pass one with --token (e.g. --token \"$(kubectl create token NAME)\")")
-
-// bearerToken gives the token the kubeconfig would send to the API server
-// (a token, a token file, an exec or auth-provider plugin), by running a
-// request through client-go's authentication wrappers, or errNoToken.
-func bearerToken(cfg *rest.Config) (string, error) {
-	var got string
-	rt, err := rest.HTTPWrappersForConfig(cfg, roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		got = r.Header.Get("Authorization")
-		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
-	}))
-	if err != nil {
-		return "", fmt.Errorf("kubeconfig: %w", err)
-	}
-	req, err := http.NewRequest(http.MethodGet, "https://console.invalid/", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return "", fmt.Errorf("kubeconfig: getting a bearer token: %w", err)
-	}
-	_ = resp.Body.Close()
-	scheme, token, ok := strings.Cut(got, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", errNoToken
-	}
-	return token, nil
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -40,11 +40,14 @@ func (echoConsoles) Open(_ context.Context, name string) (io.ReadCloser, error) 
 	return host, nil
 }
 
-// TestVMConsole runs `converge vm console` against a console server of
-// node-a (console.Run, published on the Node) with echo consoles: a
-// client-certificate kubeconfig is refused without --token; with a token
-// (flag or kubeconfig) input is echoed and Ctrl+] or the end of stdin
-// quits.
+// TestVMConsole runs `converge vm console` through the aggregated API
+// (KubeVirt's console subresource, served by converge-controller's virt-api
+// in-process) to a console server of node-a (console.Run, published on the
+// Node) with echo consoles: a client-certificate kubeconfig (the admin) and
+// a token kubeconfig (a ServiceAccount bound to a Role granting
+// virtualmachineinstances/console) both get the console; input is echoed and
+// Ctrl+] or the end of stdin quits; a user without RBAC is refused with
+// 403, and KubeVirt's refusals name the VMI.
 func TestVMConsole(t *testing.T) {
 	v := newVMCluster(t)
 	ctx := t.Context()
@@ -68,17 +71,10 @@ func TestVMConsole(t *testing.T) {
 		}
 		must(c.Status().Update(ctx, vmi))
 	}
-	// KubeVirt's kubevirt.io:edit grants the console and the VMI; the
-	// client also reads the VMI's Node for the console endpoint
+	// the console subresource, as KubeVirt's kubevirt.io:edit grants it
 	must(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}},
-			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get"}}}}))
-	must(c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "console-nodes"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}))
-	must(c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "console-nodes"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "console-nodes"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "operator"}}}))
+			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}}}}))
 	must(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "console"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "console"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "operator"}}}))
@@ -88,6 +84,10 @@ func TestVMConsole(t *testing.T) {
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "operator", &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	must(err)
 	token := tr.Status.Token
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "intruder"}}))
+	tr, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "intruder", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	must(err)
+	intruderToken := tr.Status.Token
 
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -105,14 +105,18 @@ func TestVMConsole(t *testing.T) {
 		return c.Get(ctx, client.ObjectKey{Name: "node-a"}, node) == nil && node.Annotations[nodeendpoint.ConsoleAddressAnnotation] != ""
 	})
 
-	// a kubeconfig whose user is the ServiceAccount (a bearer token)
-	tokenKubeconfig := filepath.Join(t.TempDir(), "token-kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: v.env.Config.Host, CertificateAuthorityData: v.env.Config.CAData}
-	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "operator"}
-	kc.CurrentContext = "c"
-	must(clientcmd.WriteToFile(*kc, tokenKubeconfig))
+	// kubeconfigs whose user is a ServiceAccount (a bearer token)
+	tokenKubeconfig := func(user, token string) string {
+		path := filepath.Join(t.TempDir(), user+"-kubeconfig")
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["c"] = &clientcmdapi.Cluster{Server: v.env.Config.Host, CertificateAuthorityData: v.env.Config.CAData}
+		kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+		kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: user}
+		kc.CurrentContext = "c"
+		must(clientcmd.WriteToFile(*kc, path))
+		return path
+	}
+	operatorKubeconfig, intruderKubeconfig := tokenKubeconfig("operator", token), tokenKubeconfig("intruder", intruderToken)
 
 	// run runs converge with stdin fed by the test; it gives the exit code
 	// channel and stdin's write end.
@@ -144,16 +148,14 @@ func TestVMConsole(t *testing.T) {
 			args []string
 			want string
 		}{
-			{"client certificate", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "testvm", "-n", ns},
-				"error: the kubeconfig's user has no bearer token (it authenticates with a client certificate or a password), and the node's console server accepts only tokens: pass one with --token"},
-			{"no VMI", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "ghost", "-n", ns, "--token", token},
+			{"no VMI", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "ghost", "-n", ns},
 				"error: VirtualMachineInstance console/ghost not found (is the VirtualMachine started? converge vm start ghost -n console)"},
-			{"not scheduled", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "unplaced", "-n", ns, "--token", token},
-				"error: VirtualMachineInstance console/unplaced is not scheduled to a node yet (phase Pending)"},
-			{"no agent", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "on-b", "-n", ns, "--token", token},
+			{"not scheduled", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "unplaced", "-n", ns},
+				"error: VirtualMachineInstance console/unplaced: VMI is not running"},
+			{"no agent", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "on-b", "-n", ns},
 				"error: VirtualMachineInstance console/on-b: Node node-b: no console endpoint (annotations vm.converge.dev/console-address and vm.converge.dev/console-cert-sha256): is converge-node vm running there with its console server?"},
-			{"bad token", []string{"--kubeconfig", v.kubeconfig, "vm", "console", "testvm", "-n", ns, "--token", "nope"},
-				"error: VirtualMachineInstance console/testvm: console server 127.0.0.1:"},
+			{"no RBAC", []string{"--kubeconfig", intruderKubeconfig, "vm", "console", "testvm", "-n", ns},
+				`error: VirtualMachineInstance console/testvm: virtualmachineinstances.subresources.kubevirt.io "testvm" is forbidden: User "system:serviceaccount:console:intruder" cannot get resource "virtualmachineinstances/console" in API group "subresources.kubevirt.io" in the namespace "console"`},
 		} {
 			code, _, out, errb := run(tt.args...)
 			if got := wait(code, errb); got != 1 || !strings.HasPrefix(errb.String(), tt.want) || out.String() != "" {
@@ -162,9 +164,9 @@ func TestVMConsole(t *testing.T) {
 		}
 	})
 
-	t.Run("escape", func(t *testing.T) {
+	t.Run("escape, client certificate", func(t *testing.T) {
 		start := time.Now()
-		code, stdin, out, errb := run("--kubeconfig", v.kubeconfig, "vm", "console", "testvm", "-n", ns, "--token", token)
+		code, stdin, out, errb := run("--kubeconfig", v.kubeconfig, "vm", "console", "testvm", "-n", ns)
 		controlplane.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "console of console_testvm\r\n") })
 		t.Logf("converge vm console: greeting after %s", time.Since(start))
 		if _, err := stdin.Write([]byte("uname -a\n")); err != nil {
@@ -192,7 +194,7 @@ func TestVMConsole(t *testing.T) {
 		var stdin *io.PipeWriter
 		var out, errb *safebuffer.Buffer
 		controlplane.Eventually(t, 10*time.Second, func() bool {
-			code, stdin, out, errb = run("--kubeconfig", tokenKubeconfig, "vm", "console", "testvm", "-n", ns)
+			code, stdin, out, errb = run("--kubeconfig", operatorKubeconfig, "vm", "console", "testvm", "-n", ns)
 			for {
 				select {
 				case <-code:

@@ -18,10 +18,14 @@ import (
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/virtapitest"
 )
 
 // vmCluster is a real API server with KubeVirt's VM CRDs (as the graph's
-// virt component installs them) and an admin kubeconfig.
+// virt component installs them), converge-controller's virt-api registered
+// as the aggregated API subresources.kubevirt.io (in-process,
+// internal/testing/virtapitest), which the vm verbs call, and an admin
+// kubeconfig (a client certificate).
 type vmCluster struct {
 	c          client.Client
 	kubeconfig string
@@ -36,6 +40,7 @@ func newVMCluster(t *testing.T) *vmCluster {
 		t.Fatal(err)
 	}
 	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances")
+	virtapitest.Start(t, env)
 	return &vmCluster{c: c, kubeconfig: kubeconfig, env: env}
 }
 

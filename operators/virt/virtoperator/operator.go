@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/operators/operand"
+	"github.com/converge-dev/converge/operators/virt/virtapi"
 	"github.com/converge-dev/converge/operators/virt/vmadmission"
 )
 
@@ -26,6 +27,9 @@ const (
 	// RoleVMValidation is the VM validation webhook's (virt-api's
 	// validating webhooks).
 	RoleVMValidation = "vm-validation"
+	// RoleVirtAPI is the aggregated API subresources.kubevirt.io's
+	// (operators/virt/virtapi: virt-api's subresources).
+	RoleVirtAPI = "virt-api"
 )
 
 // GVK is the KubeVirt CR's kind; CRD its CustomResourceDefinition.
@@ -45,8 +49,10 @@ const CRD = "kubevirts.kubevirt.io"
 // virtController, the VM validation webhook when vmValidation (its Stop
 // deletes the ValidatingWebhookConfiguration through c, so that no
 // failurePolicy Fail hook is left calling a handler the restarted process
-// no longer holds back).
-func Operator(nodeImage string, virtController, vmValidation bool, c client.Client) operand.Operator {
+// no longer holds back), and the virt-api when virtAPI (its Stop deletes
+// the APIService, so that the API server stops routing to a server the
+// restarted process does not register).
+func Operator(nodeImage string, virtController, vmValidation, virtAPI bool, c client.Client) operand.Operator {
 	registry := imageRegistry(nodeImage)
 	op := operand.Operator{
 		Name: Name, GVK: GVK, CRD: CRD, Singleton: true, Inputs: Inputs(),
@@ -70,6 +76,11 @@ func Operator(nodeImage string, virtController, vmValidation bool, c client.Clie
 				return err
 			}
 			return nil
+		}})
+	}
+	if virtAPI {
+		op.Roles = append(op.Roles, operand.Role{Name: RoleVirtAPI, Stop: func(ctx context.Context) error {
+			return virtapi.Unregister(ctx, c)
 		}})
 	}
 	return op
