@@ -310,6 +310,19 @@ func runVM(cmd *cobra.Command, f *vmFlags) error {
 // runVMFromAPI registers the node, then runs the agent on the VMIs of the
 // API server of f.kubeconfig (or the in-cluster config) until ctx ends.
 func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options, kvm kvmprobe.Result, disks *vmdisks.Options, pools []hostpath.Pool) error {
+	err := runAgentFromAPI(ctx, f, cfg, reserved, conn, opts, kvm, disks, pools)
+	if ctx.Err() != nil {
+		// Told to stop (SIGTERM from the kubelet deleting the pod) while
+		// registering the Node, starting the caches or running: whatever
+		// the API calls cut short returned is not a failure; exit 0.
+		return nil
+	}
+	return err
+}
+
+// runAgentFromAPI is runVMFromAPI before its stop rule: the Node
+// registration, the API caches, the console server and the agent.
+func runAgentFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved resource.Quantity, conn *libvirt.Conn, opts agent.Options, kvm kvmprobe.Result, disks *vmdisks.Options, pools []hostpath.Pool) error {
 	// controller-runtime's and client-go's own log lines (cache, reflector)
 	// go to the agent's logger.
 	ctrllog.SetLogger(opts.Log.WithName("runtime"))
