@@ -113,6 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if started {
 			event(r.Events, dv, corev1.EventTypeNormal, EventImportInProgress, "Import into %s in progress", pvc.Name)
 		}
+		// A run of an agent killed mid-import (SIGKILL, OOM, node crash)
+		// left its temporary files: they would stay in the volume for good.
+		if removed, rerr := importer.RemoveStale(vol.Path); len(removed) > 0 || rerr != nil {
+			log.Info("removed temporaries of an interrupted import", "removed", removed, "error", rerr)
+		}
 		start := time.Now()
 		ierr := r.importOnce(ctx, dv, pvc, kind, vol, size)
 		if ctx.Err() != nil {
