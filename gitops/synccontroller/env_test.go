@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sync"
 	"testing"
 	"time"
@@ -135,7 +136,11 @@ func startEnvWith(t *testing.T, tune func(*synccontroller.Options)) *testEnv {
 	e.repo.Commit(t, "example", nil)
 	e.git = gitserver.NewHTTP(t, root, gitserver.HTTPOptions{Username: gitUser, Password: gitPassword})
 
-	mgr, err := ctrl.NewManager(cps[0].Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// Several tests of this package start an env, each registering the
+	// controller "sync" in this one process.
+	skipNames := true
+	mgr, err := ctrl.NewManager(cps[0].Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller{SkipNameValidation: &skipNames}})
 	if err != nil {
 		t.Fatal(err)
 	}
