@@ -229,7 +229,10 @@ func TestWaitOff(t *testing.T) {
 	t.Run("wait", func(t *testing.T) {
 		c, _, mk := newClient(t)
 		o := testOptions(false)
-		o.WaitTimeout = 2 * time.Second
+		// every stage waits up to this, the CRDs' too: long enough for
+		// them to be Established on a loaded machine (the Deployment never
+		// becomes Current here)
+		o.WaitTimeout = 15 * time.Second
 		_, err := trySync(t, mk(o), withObjects(renderExample(t, nil, nil), deployment()))
 		if err == nil || !strings.Contains(err.Error(), "Deployment/"+hcNS+"/web") {
 			t.Fatalf("sync with Wait: %v, want a health check error naming the Deployment", err)
