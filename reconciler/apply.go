@@ -51,6 +51,9 @@ type ApplyResult struct {
 	// generations are the generations the API server returned for the
 	// objects applied, by ID: health does not judge an older copy.
 	generations map[string]int64
+	// ahead records new objects in the inventory before they are
+	// applied; nil records nothing.
+	ahead *ahead
 }
 
 // applyStages applies r stage by stage. An object is skipped without any
@@ -63,9 +66,9 @@ type ApplyResult struct {
 // stage is evaluated. With Options.HealthGates a component whose
 // dependencies are not all Healthy is deferred: nothing of it is sent,
 // and its objects keep their previous inventory entries.
-func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live, owner map[string]string) (*ApplyResult, error) {
+func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1alpha1.Inventory, live Live, owner map[string]string, ahead *ahead) (*ApplyResult, error) {
 	res := &ApplyResult{ChangeSet: ssa.NewChangeSet(), Inventory: &v1alpha1.Inventory{},
-		operands: map[string]hcstatus.Operand{}, generations: map[string]int64{}}
+		operands: map[string]hcstatus.Operand{}, generations: map[string]int64{}, ahead: ahead}
 	prevIdx := inventory.Index(prev)
 	var hcUID string
 	if r.HyperConverged != nil {
@@ -81,7 +84,7 @@ func (p *Pipeline) applyStages(ctx context.Context, r *graph.Rendered, prev *v1a
 	byID := objectComponents(r)
 	fail := func(err error) (*ApplyResult, error) {
 		setComponents(res.Inventory, byID)
-		res.Inventory = mergeInventory(prev, res.Inventory)
+		res.Inventory = mergeInventory(ahead.base(prev), res.Inventory)
 		res.Components = components(r, health)
 		return res, err
 	}
@@ -238,9 +241,13 @@ func subjects(set object.ObjMetadataSet, n int) string {
 // PhaseHealth.
 var errHealthCheck = errors.New("health check")
 
-// applyBatch applies objs in parallel (Options.Concurrency) and adds the
-// kstatus-rule objects not returned Current to waitSet.
+// applyBatch records objs the inventory lacks (res.ahead), then applies
+// objs in parallel (Options.Concurrency) and adds the kstatus-rule
+// objects not returned Current to waitSet.
 func (p *Pipeline) applyBatch(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult, waitSet *object.ObjMetadataSet) error {
+	if err := res.ahead.before(ctx, objs); err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(p.Options.Concurrency, 1))

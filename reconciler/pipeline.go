@@ -107,7 +107,10 @@ type Result struct {
 // rules, force recreate), prune of what left the config, inventory, HC
 // status. A failed fetch or render (in.Err) applies and prunes nothing and
 // only reports the error on the HC status. A failed apply prunes nothing
-// and keeps every inventory entry. Apply, health-check and prune failures
+// and keeps every inventory entry. Objects the inventory lacks are
+// recorded in it before they are created (write-ahead: see ahead), so a
+// sync interrupted before it saves its inventory leaves nothing
+// untracked. Apply, health-check and prune failures
 // are *StageError (errors.As), naming the phase and the stage. Sync never blocks on an operand: a
 // component whose dependencies are not healthy is deferred, Result.Waiting
 // is set and the caller should sync again after Result.RequeueAfter (or
@@ -147,14 +150,15 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	applied, applyErr := p.applyStages(ctx, r, prev.Inventory, live, owner)
+	ahead := newAhead(store, prev, r)
+	applied, applyErr := p.applyStages(ctx, r, prev.Inventory, live, owner, ahead)
 	// The entries are of in.Revision once every stage applied; after a
 	// failed stage they are mostly the previous revision's.
 	saved := StoredInventory{Inventory: applied.Inventory, Revision: in.Revision}
 	if applyErr != nil {
 		saved.Revision = prev.Revision
 	}
-	res := &Result{Revision: in.Revision, ChangeSet: applied.ChangeSet, Inventory: applied.Inventory, Writes: applied.Requests,
+	res := &Result{Revision: in.Revision, ChangeSet: applied.ChangeSet, Inventory: applied.Inventory, Writes: applied.Requests + ahead.writes,
 		Components: applied.Components, Waiting: applied.Waiting, Drifted: applied.Drifted, Recreated: applied.Recreated}
 	if res.Waiting {
 		res.RequeueAfter = p.Options.WaitingRequeue
@@ -176,7 +180,7 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 			applyErr = err
 		}
 	}
-	wrote, err := store.Save(ctx, prev, saved)
+	wrote, err := store.Save(ctx, ahead.saved, saved)
 	if wrote {
 		res.Writes++
 	}

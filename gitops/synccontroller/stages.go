@@ -123,7 +123,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	out.digest = rd.digest
 	r.reportProgress(ctx, s, st, out)
 
-	out.result, out.failure = r.applyStage(ctx, s, f, rd, timeout)
+	out.result, out.failure = r.applyStage(ctx, s, st, f, rd, timeout)
 	out.synced = true
 	return out
 }
@@ -221,12 +221,13 @@ func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *s
 
 // applyStage applies the rendering with the target's Pipeline (prune per
 // spec.prune, health gates and waits per spec.wait, health waits bounded
-// by timeout, the inventory in the Sync's status through StatusStore) and
-// calls OnSynced. After a successful apply the target watches the applied
+// by timeout, the inventory in the Sync's status through StatusStore, the
+// record of the objects about to be created written at once through st)
+// and calls OnSynced. After a successful apply the target watches the applied
 // kinds for the Sync, and, with spec.wait, a Failed component is a
 // failure (HealthCheckFailed); a failed Pipeline.Sync is classified by
 // applyReason. The result is returned with either.
-func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, f fetched, rd rendering, timeout time.Duration) (*reconciler.Result, *failure) {
+func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, f fetched, rd rendering, timeout time.Duration) (*reconciler.Result, *failure) {
 	pp := *f.pipeline
 	pp.Options.Prune = s.PruneEnabled()
 	pp.Options.HealthGates = pp.Options.HealthGates && s.WaitEnabled()
@@ -235,7 +236,8 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, f fetched
 		pp.Options.WaitTimeout = timeout
 	}
 	revision := f.artifact.Revision
-	res, err := pp.Sync(ctx, reconciler.Input{Rendered: rd.rendered, Revision: revision, Inventory: StatusStore{Sync: s}})
+	store := StatusStore{Sync: s, Write: func(ctx context.Context) error { return st.patch(ctx, s) }}
+	res, err := pp.Sync(ctx, reconciler.Input{Rendered: rd.rendered, Revision: revision, Inventory: store})
 	if r.OnSynced != nil {
 		r.OnSynced(s, res, err)
 	}

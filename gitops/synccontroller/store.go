@@ -13,12 +13,28 @@ import (
 // StatusStore is the reconciler.InventoryStore of a Sync: it keeps the
 // inventory in Sync.Status.Inventory of the object it points to, in
 // memory; the Reconciler writes it with the rest of the status at the end
-// of the reconcile. Save therefore never reports a write.
+// of the reconcile. Save therefore never reports a write. SaveAhead, the
+// record of the objects a sync is about to create, is written at once
+// through Write.
 type StatusStore struct {
 	Sync *v1alpha1.Sync
+	// Write writes the Sync's status as it is in memory now; nil writes
+	// nothing (SaveAhead is then Save).
+	Write func(context.Context) error
 }
 
-var _ reconciler.InventoryStore = StatusStore{}
+var _ reconciler.AheadStore = StatusStore{}
+
+// SaveAhead implements reconciler.AheadStore: Save, then Write.
+func (s StatusStore) SaveAhead(ctx context.Context, prev, next reconciler.StoredInventory) (bool, error) {
+	if _, err := s.Save(ctx, prev, next); err != nil || s.Write == nil {
+		return false, err
+	}
+	if err := s.Write(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
 
 // Load implements reconciler.InventoryStore: a copy of status.inventory
 // (entries sorted by ID) with the revision status.lastAppliedRevision, or

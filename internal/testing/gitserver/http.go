@@ -42,6 +42,8 @@ type HTTP struct {
 	Requests atomic.Int64
 	// Broken, while true, answers every request with 503.
 	Broken atomic.Bool
+
+	down downState // Down, Up and DownMidFetch: down.go
 }
 
 // NewHTTP starts a server for the repositories below root, stopped at the
@@ -64,6 +66,12 @@ func NewHTTP(t testing.TB, root string, opts HTTPOptions) *HTTP {
 		if !authorized(r, opts) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if h.cutPack(r) {
+			held := h.holdResponse(w)
+			backend.ServeHTTP(held, r)
+			held.finish()
 			return
 		}
 		backend.ServeHTTP(w, r)
