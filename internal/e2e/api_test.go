@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -33,6 +35,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
+	"github.com/converge-dev/converge/internal/testing/virtapitest"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
@@ -126,10 +129,10 @@ func lastLines(s string, n int) string {
 // its finalizer, so the VMI object goes and the VM reads Stopped. Between
 // the two, libvirtd is restarted: the guest keeps running, the VMI stays
 // Running, and the agent stops the guest through its new connection.
-// Once the guest runs, the real `converge vm console` (with a
-// ServiceAccount token bound to the console RBAC) reads the guest's
-// marker, types a line the guest's tty echoes, and quits on Ctrl+]; a
-// token without the RBAC is refused with 403 (testConsole).
+// Once the guest runs, the real `converge vm console` (a ServiceAccount
+// bound to the console RBAC, through the virt-api's console subresource)
+// reads the guest's marker, types a line the guest's tty echoes, and quits
+// on Ctrl+]; a user without the RBAC is refused (testConsole).
 // Latencies are logged, not asserted.
 func TestVirtualMachineThroughAPI(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
@@ -151,6 +154,7 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 	ctx := context.Background()
 	installCRDs(t, c)
 	nativeKubeVirt(t, c)
+	virtapitest.Start(t, cp) // the console subresource, as converge-controller serves it
 
 	ctl := startProc(t, "converge-controller", controller, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--receiver-bind-address", "0",
@@ -214,8 +218,8 @@ func TestVirtualMachineThroughAPI(t *testing.T) {
 		running.Round(time.Millisecond), vmReady.Round(time.Millisecond), onLog.Round(time.Millisecond))
 
 	// the console, both ways, through the real CLI and the agent's server
-	allowed, denied := consoleTokens(t, c, cp.Config)
-	testConsole(t, converge, kubeconfig, allowed, denied)
+	allowed, denied := consoleKubeconfigs(t, c, cp.Config, dir)
+	testConsole(t, converge, allowed, denied)
 
 	// libvirtd restarts: the guest keeps running, the agent reconnects
 	// (the stop below goes through its new connection) and the VMI stays
@@ -324,12 +328,12 @@ type consoleSession struct {
 	exited   chan struct{}
 }
 
-// startConsole runs `converge vm console NAME -n NS --token token` with
-// the test's kubeconfig; it is killed in t.Cleanup if still running.
-func startConsole(t *testing.T, converge, kubeconfig, token string) *consoleSession {
+// startConsole runs `converge vm console NAME -n NS` with kubeconfig; it
+// is killed in t.Cleanup if still running.
+func startConsole(t *testing.T, converge, kubeconfig string) *consoleSession {
 	t.Helper()
 	s := &consoleSession{out: &safebuffer.Buffer{}, err: &safebuffer.Buffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(converge, "--kubeconfig", kubeconfig, "vm", "console", apiVM, "-n", apiNS, "--token", token)
+	s.cmd = exec.Command(converge, "--kubeconfig", kubeconfig, "vm", "console", apiVM, "-n", apiNS)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.err
 	var err error
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
@@ -363,13 +367,12 @@ func (s *consoleSession) wait(t *testing.T, timeout time.Duration) int {
 	}
 }
 
-// consoleTokens creates the ServiceAccounts "console-user" (a Role
+// consoleKubeconfigs creates the ServiceAccounts "console-user" (a Role
 // granting get on virtualmachineinstances/console in
-// subresources.kubevirt.io and on virtualmachineinstances, a ClusterRole
-// granting get on nodes: what `converge vm console` needs, after
-// KubeVirt's kubevirt.io:edit) and "no-console" (no RBAC), and gives a
-// TokenRequest token of each.
-func consoleTokens(t *testing.T, c client.Client, cfg *rest.Config) (allowed, denied string) {
+// subresources.kubevirt.io: what `converge vm console` needs through the
+// virt-api, as KubeVirt's kubevirt.io:edit grants it) and "no-console"
+// (no RBAC), and gives a kubeconfig of each (a TokenRequest token) in dir.
+func consoleKubeconfigs(t *testing.T, c client.Client, cfg *rest.Config, dir string) (allowed, denied string) {
 	t.Helper()
 	ctx := context.Background()
 	must := func(err error) {
@@ -380,15 +383,9 @@ func consoleTokens(t *testing.T, c client.Client, cfg *rest.Config) (allowed, de
 	}
 	must(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "console"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}},
-			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get"}}}}))
+			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}}}}))
 	must(c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: apiNS, Name: "console"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "console"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: apiNS, Name: "console-user"}}}))
-	must(c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-console-nodes"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}}))
-	must(c.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-console-nodes"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-console-nodes"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: apiNS, Name: "console-user"}}}))
 	cs, err := kubernetes.NewForConfig(cfg)
 	must(err)
@@ -398,20 +395,28 @@ func consoleTokens(t *testing.T, c client.Client, cfg *rest.Config) (allowed, de
 		if err != nil {
 			t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", apiNS, sa, err)
 		}
-		return tr.Status.Token
+		path := filepath.Join(dir, sa+"-kubeconfig")
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+		kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+		kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: sa}
+		kc.CurrentContext = "c"
+		must(clientcmd.WriteToFile(*kc, path))
+		return path
 	}
 	return token("console-user"), token("no-console")
 }
 
 // testConsole attaches the real `converge vm console` to the running
-// guest through the agent's console server: the guest's marker (printed
+// guest through the virt-api (in-process, internal/testing/virtapitest)
+// and the agent's console server: the guest's marker (printed
 // every 2 s) shows on its stdout; a line typed on its stdin reaches the
 // guest's serial port and comes back as the guest tty's echo; Ctrl+]
-// ends it with exit code 0. A token without the console RBAC is refused
-// with 403 and a non-zero exit code.
-func testConsole(t *testing.T, converge, kubeconfig, allowed, denied string) {
+// ends it with exit code 0. A user without the console RBAC is refused
+// (Forbidden, naming the user) with a non-zero exit code.
+func testConsole(t *testing.T, converge, allowed, denied string) {
 	start := time.Now()
-	s := startConsole(t, converge, kubeconfig, allowed)
+	s := startConsole(t, converge, allowed)
 	marker := waitFor(t, "the guest's marker on the stdout of converge vm console", 60*time.Second, func() bool {
 		select {
 		case <-s.exited:
@@ -442,13 +447,13 @@ func testConsole(t *testing.T, converge, kubeconfig, allowed, denied string) {
 	t.Logf("latency: converge vm console started -> guest marker on its stdout %s; typed line -> echoed by the guest %s; Ctrl+] -> exited %s",
 		marker.Round(time.Millisecond), echo.Round(time.Millisecond), quit.Round(time.Millisecond))
 
-	d := startConsole(t, converge, kubeconfig, denied)
+	d := startConsole(t, converge, denied)
 	_ = d.stdin.Close()
 	if code := d.wait(t, 60*time.Second); code == 0 {
 		t.Errorf("converge vm console with a token without RBAC: exit code 0, want a refusal; stdout %q", d.out.String())
 	}
-	if msg := d.err.String(); !strings.Contains(msg, "403") || !strings.Contains(msg, "no-console") {
-		t.Errorf("converge vm console with a token without RBAC: stderr %q, want 403 naming the ServiceAccount", msg)
+	if msg := d.err.String(); !strings.Contains(msg, "forbidden") || !strings.Contains(msg, "no-console") {
+		t.Errorf("converge vm console with a token without RBAC: stderr %q, want Forbidden naming the ServiceAccount", msg)
 	}
 	if strings.Contains(d.out.String(), "CONVERGE-GUEST-OK") {
 		t.Errorf("the refused session printed guest output: %q", d.out.String())

@@ -11,16 +11,17 @@ import (
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 )
 
-// ReadConsole runs `converge vm console NAME -n namespace --token token`
-// (the built CLI, the cluster's admin kubeconfig) until its output holds
+// ReadConsole runs `converge vm console NAME -n namespace` (the built CLI,
+// the cluster's admin kubeconfig: a client certificate, through
+// converge-controller's virt-api) until its output holds
 // want, then ends it by closing its stdin (the end of stdin ends the
 // console, as Ctrl+]); it gives the output, or an error with what the
 // command printed when want did not come within timeout or the command
 // ended first.
-func (e *Env) ReadConsole(ctx context.Context, namespace, name, token, want string, timeout time.Duration) (string, error) {
+func (e *Env) ReadConsole(ctx context.Context, namespace, name, want string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.CLI, "--kubeconfig", e.Cluster.Kubeconfig, "vm", "console", name, "-n", namespace, "--token", token)
+	cmd := exec.CommandContext(ctx, e.CLI, "--kubeconfig", e.Cluster.Kubeconfig, "vm", "console", name, "-n", namespace)
 	out, errOut := &safebuffer.Buffer{}, &safebuffer.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	stdin, err := cmd.StdinPipe()

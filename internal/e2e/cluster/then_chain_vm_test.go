@@ -95,11 +95,7 @@ func TestVMChain(t *testing.T) {
 
 	// The namespace and the bridge network stay for both VMs; removed at
 	// the end (and the bridge from the node: the bridge plugin leaves it).
-	var removeConsoleRBAC func()
 	defer func() {
-		if removeConsoleRBAC != nil {
-			removeConsoleRBAC()
-		}
 		sha := commit(t, ctx, e, repo, "vm chain: no namespace", map[string]string{chainNetFile: ""})
 		st := &step{t: t, prefix: "cleanup "}
 		st.do("the Sync prunes the chain's Namespace and NAD", 5*time.Minute, syncApplied(ctx, e, sha))
@@ -139,14 +135,13 @@ func TestVMChain(t *testing.T) {
 	})
 	st.do("the Sync takes the Namespace and the NAD", 2*time.Minute, syncTook(st, ctx, e, netSHA))
 	st.do("the Sync applies the Namespace and the NAD", 3*time.Minute, syncApplied(ctx, e, netSHA))
-	token, removeConsoleRBAC := consoleToken(t, ctx, e)
 
 	for _, c := range []chainCase{
 		{name: "dataVolumeTemplates over HTTP", vm: "chain-dv", dataVolume: "chain-dv-root", diskURL: files.FileURL(guestimage.DiskImage)},
 		{name: "containerDisk from a registry", vm: "chain-cd", image: ref},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			runChain(t, ctx, e, vc, repo, c, token, func() (bool, string) {
+			runChain(t, ctx, e, vc, repo, c, func() (bool, string) {
 				if c.dataVolume != "" {
 					n := files.Requests(guestimage.DiskImage)
 					return n > 0, fmt.Sprintf("%d requests for %s", n, guestimage.DiskImage)
@@ -162,7 +157,7 @@ func TestVMChain(t *testing.T) {
 // whether the VM's disk source was read; digestHex is the containerDisk
 // image's digest, which names its copy in the node's cache.
 func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Client, repo *gitserver.Repo, c chainCase,
-	token string, served func() (bool, string), digestHex string) {
+	served func() (bool, string), digestHex string) {
 	marker := "CHAIN-MARKER-" + randomHex(t)[:12]
 	key := client.ObjectKey{Namespace: chainNS, Name: c.vm}
 	st := &step{t: t}
@@ -279,7 +274,7 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 		return pod && bridge, fmt.Sprintf("leases (ip → router) %v, want %s → %s and one in %s", leases, podGuestCIDR, podGateway, chainSubnet)
 	})
 	st.do("converge vm console reads the guest's marker", 2*time.Minute, func() (bool, string) {
-		_, err := e.ReadConsole(ctx, chainNS, c.vm, token, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
+		_, err := e.ReadConsole(ctx, chainNS, c.vm, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
 		return err == nil, fmt.Sprint(err)
 	})
 	st.do("the Sync is Ready at the commit (the VM healthy)", 3*time.Minute, syncApplied(ctx, e, sha))

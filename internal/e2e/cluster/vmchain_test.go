@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -469,51 +465,6 @@ func inSubnet(cidr, subnet string) bool {
 	ip, _, err := net.ParseCIDR(cidr)
 	_, n, err2 := net.ParseCIDR(subnet)
 	return err == nil && err2 == nil && n.Contains(ip)
-}
-
-// consoleToken creates the ServiceAccount chain-console in chainNS with
-// what `converge vm console` needs (get on virtualmachineinstances/console
-// in subresources.kubevirt.io and on virtualmachineinstances, get on
-// nodes: KubeVirt's kubevirt.io:edit and the CLI's node lookup) and gives
-// a TokenRequest token of it; the cluster's admin kubeconfig has a client
-// certificate, no token to pass on to the node's console server. remove
-// deletes the objects.
-func consoleToken(t *testing.T, ctx context.Context, e *cluster.Env) (token string, remove func()) {
-	t.Helper()
-	const sa = "chain-console"
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: chainNS, Name: sa}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: chainNS, Name: sa}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"virtualmachineinstances/console"}, Verbs: []string{"get"}},
-			{APIGroups: []string{"kubevirt.io"}, Resources: []string{"virtualmachineinstances"}, Verbs: []string{"get"}}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: chainNS, Name: sa},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: chainNS, Name: sa}}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + sa},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + sa},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-" + sa},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: chainNS, Name: sa}}},
-	}
-	remove = func() {
-		for _, o := range objs {
-			if err := e.Client.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting the console RBAC %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	}
-	for _, o := range objs {
-		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			remove()
-			t.Fatalf("console RBAC %T %s: %v", o, o.GetName(), err)
-		}
-	}
-	tr, err := e.Clientset.CoreV1().ServiceAccounts(chainNS).CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		remove()
-		t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", chainNS, sa, err)
-	}
-	return tr.Status.Token, remove
 }
 
 // nodeLeftovers lists what of the VMIs uids (and of the volume volumeID
