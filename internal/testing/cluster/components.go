@@ -30,8 +30,10 @@ func etcdArgs(bin, dir string) []string {
 // apiserverArgs runs kube-apiserver on NodeIP:APIServerPort with Node and
 // RBAC authorization, NodeRestriction, privileged pods allowed, the
 // service network holding NodeIP first (so the `kubernetes` Service's
-// ClusterIP is the apiserver itself), and endpoint routing to webhooks and
-// aggregated APIs (there is no kube-proxy).
+// ClusterIP is the apiserver itself), endpoint routing to webhooks and
+// aggregated APIs (there is no kube-proxy), and the aggregation layer's
+// front proxy as kubeadm configures it (--requestheader-*,
+// --proxy-client-*), so aggregated APIs authenticate the users it proxies.
 func apiserverArgs(bin, dir string, p pkiFiles) []string {
 	return []string{filepath.Join(bin, "kube-apiserver"),
 		"--etcd-servers=http://" + hostPort(EtcdPort),
@@ -51,6 +53,12 @@ func apiserverArgs(bin, dir string, p pkiFiles) []string {
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true",
 		"--enable-aggregator-routing=true",
+		"--requestheader-client-ca-file=" + p.frontProxyCACert,
+		"--requestheader-allowed-names=" + FrontProxyUser,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.frontProxyClientCert, "--proxy-client-key-file=" + p.frontProxyClientKey,
 		"--profiling=false",
 	}
 }

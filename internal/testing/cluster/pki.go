@@ -41,7 +41,16 @@ type pkiFiles struct {
 	saKey, saPub                             string
 	adminConfig, kubeletConfig               string
 	controllerManagerConfig, schedulerConfig string
+	// the aggregation layer's front proxy (kubeadm's front-proxy-ca and
+	// front-proxy-client): kube-apiserver presents the client certificate
+	// to aggregated APIs (converge-controller's virt-api), which trust the
+	// X-Remote-User headers of requests it signs
+	frontProxyCACert, frontProxyClientCert, frontProxyClientKey string
 }
+
+// FrontProxyUser is the front proxy's client certificate's common name,
+// the one --requestheader-allowed-names admits.
+const FrontProxyUser = "front-proxy-client"
 
 // newPKIFiles places the files in dir, but for the admin kubeconfig,
 // which is the work directory's "kubeconfig" (dir's parent).
@@ -56,6 +65,7 @@ func newPKIFiles(dir string) pkiFiles {
 		saKey: p("sa.key"), saPub: p("sa.pub"),
 		adminConfig: filepath.Join(filepath.Dir(dir), "kubeconfig"), kubeletConfig: p("kubelet.kubeconfig"),
 		controllerManagerConfig: p("controller-manager.kubeconfig"), schedulerConfig: p("scheduler.kubeconfig"),
+		frontProxyCACert: p("front-proxy-ca.crt"), frontProxyClientCert: p("front-proxy-client.crt"), frontProxyClientKey: p("front-proxy-client.key"),
 	}
 }
 
@@ -114,6 +124,23 @@ func writePKI(f pkiFiles, nodeName, server string) error {
 	if err != nil {
 		return err
 	}
+	frontProxyCA, err := issue(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: "front-proxy-ca"},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}, nil, now)
+	if err != nil {
+		return err
+	}
+	frontProxyClient, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: FrontProxyUser},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, frontProxyCA, now)
+	if err != nil {
+		return err
+	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -133,6 +160,7 @@ func writePKI(f pkiFiles, nodeName, server string) error {
 		f.kubeletServingCert: kubeletServing.certPEM, f.kubeletServingKey: kubeletServing.keyPEM,
 		f.kubeletClientCert: kubeletClient.certPEM, f.kubeletClientKey: kubeletClient.keyPEM,
 		f.saKey: saKeyPEM, f.saPub: saPubPEM,
+		f.frontProxyCACert: frontProxyCA.certPEM, f.frontProxyClientCert: frontProxyClient.certPEM, f.frontProxyClientKey: frontProxyClient.keyPEM,
 	}
 	for _, u := range []struct {
 		path, cn string
