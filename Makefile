@@ -9,7 +9,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
 
-.PHONY: all build images guest test demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+.PHONY: all build images guest test fuzz demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -108,6 +108,20 @@ test: controlplane $(BIN)/cue cni
 	$(GO) vet ./...
 	PATH=$(BIN):$$PATH $(GO) test -count=1 -timeout 30m ./...
 	cd hack/guest && $(GO) test -count=1 ./...
+	$(MAKE) fuzz
+
+## fuzz: a short run of each fuzz target, about 10 s each (FuzzRender 20
+## renders, a render taking about a second); a crasher found is written to
+## the package's testdata/fuzz/<target> and fails the run. Budgets are
+## iteration counts, not durations: Go 1.26's coordinator can fail a timed
+## run at its deadline with "context deadline exceeded" (golang/go#75804)
+fuzz: $(BIN)/cue
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 2000x ./internal/graph/config
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzPushRef$$' -fuzztime 20000x ./gitops/receiver
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime 5000x ./gitops/receiver
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzVolumeID$$' -fuzztime 2000x ./nodeplane/csi/hostpath
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzVMAdmission$$' -fuzztime 50000x ./operators/virt/vmadmission
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 20x ./internal/graph
 
 ## bench: render and apply against a local API server; commit-to-applied
 ## latency through converge-controller's push receiver next to applying the
