@@ -26,11 +26,6 @@ const (
 	vmName   = "web"
 	vmFile   = configPath + "/vm-web.yaml"
 	vmMarker = "hello from cloud-init, committed to Git"
-	// consoleSA is the ServiceAccount whose token `converge vm console`
-	// passes to the node's console server (the admin kubeconfig has a
-	// client certificate, no token).
-	consoleSA = "demo-console"
-	consoleNS = "default"
 )
 
 // vmManifest is the VM as a KubeVirt user writes it: a Namespace, and a
@@ -91,30 +86,6 @@ spec:
 `, vmNS, vmName, diskURL, vmMarker)
 }
 
-// consoleRBAC is what `converge vm console` needs of its token's
-// ServiceAccount (consoleSA in consoleNS): get on VMIs and their console
-// subresource (KubeVirt's kubevirt.io:view and :edit grant them) and get
-// on Nodes (the CLI finds the node's console server). Cluster-wide, so
-// the token exists before the VM's Namespace does.
-var consoleRBAC = fmt.Sprintf(`apiVersion: v1
-kind: ServiceAccount
-metadata: {name: %[1]s, namespace: %[2]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: %[1]s}
-rules:
-  - {apiGroups: [subresources.kubevirt.io], resources: [virtualmachineinstances/console], verbs: [get]}
-  - {apiGroups: [kubevirt.io], resources: [virtualmachineinstances], verbs: [get]}
-  - {apiGroups: [""], resources: [nodes], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[1]s}
-subjects: [{kind: ServiceAccount, name: %[1]s, namespace: %[2]s}]
-`, consoleSA, consoleNS)
-
 // vm commits a VirtualMachine to the config repository and follows it
 // to a booted guest: the Sync applies it with the workloads, the VM
 // controller creates its DataVolume, the importer fills a hostpath
@@ -134,14 +105,6 @@ func (d *demo) vm(ctx context.Context) error {
 	}
 	defer stopDisk()
 	note("the guest's disk (%s: SYSLINUX, a Debian kernel and a busybox init; hack/guest) is served at %s", disk, diskURL)
-	token, err := d.consoleToken(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "clusterrole,clusterrolebinding", consoleSA)
-		_, _ = d.kubectl(context.Background(), "delete", "--ignore-not-found", "-n", consoleNS, "serviceaccount", consoleSA)
-	}()
 	if err := os.WriteFile(filepath.Join(d.repo.Dir, vmFile), []byte(vmManifest(diskURL)), 0o644); err != nil {
 		return err
 	}
@@ -154,7 +117,7 @@ func (d *demo) vm(ctx context.Context) error {
 	start := time.Now()
 	// The console is attached as soon as the guest runs: it shows what
 	// the guest prints from then on, and cloud-init runs early in its boot.
-	console := d.watchConsole(ctx, token)
+	console := d.watchConsole(ctx)
 	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
 		return err
 	}
@@ -169,7 +132,7 @@ func (d *demo) vm(ctx context.Context) error {
 		return err
 	}
 	say("the guest's serial console: the user data from Git, and the address the VM agent's DHCP gave it on the pod network")
-	fmt.Printf("\n$ converge vm console %s -n %s --token \"$TOKEN\"   (attached as the guest started)\n", vmName, vmNS)
+	fmt.Printf("\n$ converge vm console %s -n %s   (through converge-controller's virt-api; attached as the guest started)\n", vmName, vmNS)
 	r := <-console
 	if r.err != nil {
 		return r.err
@@ -222,21 +185,6 @@ func (d *demo) followVM(ctx context.Context, revision string, start time.Time) e
 	}
 }
 
-// consoleToken gives consoleSA what the console needs (kubectl apply)
-// and gives a token of it (kubectl create token).
-func (d *demo) consoleToken(ctx context.Context) (string, error) {
-	rbac := filepath.Join(d.repo.Dir, "..", "console-rbac.yaml") // outside the repository
-	if err := os.WriteFile(rbac, []byte(consoleRBAC), 0o644); err != nil {
-		return "", err
-	}
-	note("a ServiceAccount for `converge vm console` (the admin kubeconfig has a client certificate, no token to give the node)")
-	if _, err := d.kubectl(ctx, "apply", "-f", rbac); err != nil {
-		return "", err
-	}
-	fmt.Printf("\n$ TOKEN=$(kubectl create token %s -n %s)\n", consoleSA, consoleNS)
-	return d.output(ctx, d.kubectlBin, "create", "token", consoleSA, "-n", consoleNS)
-}
-
 // consoleResult is what `converge vm console` showed, until when.
 type consoleResult struct {
 	out string
@@ -244,16 +192,17 @@ type consoleResult struct {
 	err error
 }
 
-// watchConsole runs `converge vm console` on the VM's VMI (with token),
+// watchConsole runs `converge vm console` on the VM's VMI (the admin
+// kubeconfig, through the virt-api),
 // retrying every 200ms while it cannot attach (no VMI running yet), until
 // the guest prints its DHCP lease, which comes after its cloud-init user
 // data; at most 5 minutes. The result arrives on the channel.
-func (d *demo) watchConsole(ctx context.Context, token string) <-chan consoleResult {
+func (d *demo) watchConsole(ctx context.Context) <-chan consoleResult {
 	done := make(chan consoleResult, 1)
 	go func() {
 		deadline := time.Now().Add(5 * time.Minute)
 		for {
-			out, err := d.env.ReadConsole(ctx, vmNS, vmName, token, guestimage.MarkerDHCP+" ", 90*time.Second)
+			out, err := d.env.ReadConsole(ctx, vmNS, vmName, guestimage.MarkerDHCP+" ", 90*time.Second)
 			if err == nil {
 				done <- consoleResult{out: out, at: time.Now()}
 				return
