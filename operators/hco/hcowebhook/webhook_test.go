@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -196,6 +197,18 @@ func installHCCRD(t *testing.T, ctx context.Context, c client.Client, e *graph.E
 			}
 		}
 		return false
+	})
+	// Established comes before discovery serves the kind: wait until the
+	// client maps every served version (a create right after Established
+	// failed with "no matches for kind" on a loaded machine).
+	gk := schema.GroupKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		for _, v := range versions {
+			if _, err := c.RESTMapper().RESTMapping(gk, v); err != nil {
+				return false
+			}
+		}
+		return true
 	})
 	return versions
 }
