@@ -22,6 +22,6 @@
 // replays a run. Node-plane faults are tested beside the helpers they
 // need: the cdi-importer killed (SIGKILL) mid-import in internal/e2e/cdi
 // (faults_test.go), libvirtd restarted under a running guest in
-// internal/e2e (api_test.go). The VM agent killed mid-boot is not tested
-// yet.
+// internal/e2e (api_test.go), and the VM agent killed (SIGKILL) mid-boot
+// in internal/e2e (faults_vm_test.go).
 package faults_test
