@@ -117,6 +117,7 @@ func (d *demo) vm(ctx context.Context) error {
 	start := time.Now()
 	// The console is attached as soon as the guest runs: it shows what
 	// the guest prints from then on, and cloud-init runs early in its boot.
+	fmt.Printf("\n$ converge vm console %s -n %s &   (through converge-controller's virt-api; retried every 200ms until a VMI runs, read until the guest's DHCP lease)\n", vmName, vmNS)
 	console := d.watchConsole(ctx)
 	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
 		return err
@@ -132,12 +133,13 @@ func (d *demo) vm(ctx context.Context) error {
 		return err
 	}
 	say("the guest's serial console: the user data from Git, and the address the VM agent's DHCP gave it on the pod network")
-	fmt.Printf("\n$ converge vm console %s -n %s   (through converge-controller's virt-api; attached as the guest started)\n", vmName, vmNS)
 	r := <-console
 	if r.err != nil {
 		return r.err
 	}
-	for _, l := range strings.Split(r.out, "\n") {
+	lines := strings.Split(r.out, "\n")
+	note("`converge vm console %s -n %s` (started with the commit, above) printed %d lines until the guest's DHCP lease; those of cloud-init, the user data and the lease:", vmName, vmNS, len(lines))
+	for _, l := range lines {
 		for _, m := range []string{guestimage.MarkerCloudInit, guestimage.MarkerUserData, guestimage.MarkerDHCP} {
 			if strings.Contains(l, m) {
 				fmt.Println("  " + strings.TrimSpace(l))
@@ -193,8 +195,7 @@ type consoleResult struct {
 }
 
 // watchConsole runs `converge vm console` on the VM's VMI (the admin
-// kubeconfig, through the virt-api),
-// retrying every 200ms while it cannot attach (no VMI running yet), until
+// kubeconfig, through the virt-api), retrying every 200ms while it cannot attach (no VMI running yet), until
 // the guest prints its DHCP lease, which comes after its cloud-init user
 // data; at most 5 minutes. The result arrives on the channel.
 func (d *demo) watchConsole(ctx context.Context) <-chan consoleResult {
