@@ -66,26 +66,9 @@ func IssueServing(ca *KeyPair, hosts []string, now time.Time, lifetime time.Dura
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("webhookcert: a serving certificate needs at least one host")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("webhookcert: generating serving key: %w", err)
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
-	}
-	notAfter := now.Add(lifetime)
-	if ca.Cert.NotAfter.Before(notAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: hosts[0]},
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
+		Subject:     pkix.Name{CommonName: hosts[0]},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -94,7 +77,7 @@ func IssueServing(ca *KeyPair, hosts []string, now time.Time, lifetime time.Dura
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	return sign(tmpl, ca.Cert, key, ca.Key)
+	return issueLeaf(ca, tmpl, now, lifetime)
 }
 
 // ParseKeyPair takes PEM-encoded certificate and key, as stored in a
@@ -151,26 +134,29 @@ func randomSerial() (*big.Int, error) {
 // reads a user from it (x509 authentication: CN the user, O the groups),
 // valid until now+lifetime or the CA's own expiry, whichever is first.
 func IssueClient(ca *KeyPair, user string, groups []string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
+	return issueLeaf(ca, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, now, lifetime)
+}
+
+// issueLeaf completes tmpl (its subject, extended key usage and names set
+// by the caller) with a new ECDSA P-256 key, a random serial, digital
+// signature usage and a validity from now (less the clock skew) to
+// now+lifetime or the CA's own expiry, whichever is first (a certificate
+// cannot outlive the CA that vouches for it), and signs it with ca.
+func issueLeaf(ca *KeyPair, tmpl *x509.Certificate, now time.Time, lifetime time.Duration) (*KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("pki: generating client key: %w", err)
+		return nil, fmt.Errorf("pki: generating key: %w", err)
 	}
-	serial, err := randomSerial()
-	if err != nil {
+	if tmpl.SerialNumber, err = randomSerial(); err != nil {
 		return nil, err
 	}
-	notAfter := now.Add(lifetime)
-	if ca.Cert.NotAfter.Before(notAfter) {
-		notAfter = ca.Cert.NotAfter
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-clockSkew), now.Add(lifetime)
+	if ca.Cert.NotAfter.Before(tmpl.NotAfter) {
+		tmpl.NotAfter = ca.Cert.NotAfter
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: user, Organization: groups},
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-	}
+	tmpl.KeyUsage, tmpl.BasicConstraintsValid = x509.KeyUsageDigitalSignature, true
 	return sign(tmpl, ca.Cert, key, ca.Key)
 }
