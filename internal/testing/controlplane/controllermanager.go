@@ -2,12 +2,9 @@ package controlplane
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,34 +113,11 @@ func StartControllerManager(env *Env, controllers ...string) (*ControllerManager
 // waitHealthy polls https://127.0.0.1:port/healthz (kube-controller-manager
 // allows it without credentials) until it answers 200.
 func (m *ControllerManager) waitHealthy(port int, timeout time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		// The serving certificate is self-signed in the temp cert dir.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
-	}}
-	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last string
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-m.done:
-			return fmt.Errorf("exited before %s answered: %v", url, m.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer 200 within %s (last: %s)", url, timeout, last)
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := pollOK("https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", timeout, 200*time.Millisecond, m.done)
+	if errors.Is(err, errExited) {
+		return fmt.Errorf("%w: %v", err, m.waitErr)
 	}
+	return err
 }
 
 // LogTail returns the last n bytes of the controller manager's output.

@@ -2,11 +2,8 @@ package controlplane
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,31 +133,10 @@ func (e *Restartable) Restart(p Process, timeout time.Duration) error {
 // waitReady polls kube-apiserver's /readyz (anonymous access, allowed
 // by the default RBAC) until it answers 200.
 func (e *Restartable) waitReady(timeout time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback readiness probe
-	}}
-	url := strings.TrimSuffix(e.Config.Host, "/") + "/readyz"
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	last := ""
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("controlplane: %s not ready within %s (last: %s)", url, timeout, last)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := pollOK(strings.TrimSuffix(e.Config.Host, "/")+"/readyz", timeout, 50*time.Millisecond, nil); err != nil {
+		return fmt.Errorf("controlplane: %w", err)
 	}
+	return nil
 }
 
 // pid finds p among this process's children by the directory envtest
