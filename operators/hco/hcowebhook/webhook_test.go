@@ -8,16 +8,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
+	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/webhooktest"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
@@ -36,7 +35,7 @@ func TestWebhookThroughAPIServer(t *testing.T) {
 	c := controlplane.StartForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	versions := installHCCRD(t, ctx, c, e)
+	versions := installHCCRD(t, c, e)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-hyperconverged"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +156,10 @@ func object(t *testing.T, y string) *unstructured.Unstructured {
 }
 
 // installHCCRD applies the engine's HyperConverged CRD, waits until it is
-// established and gives the versions it serves. converge's CRD serves v1
+// established and served (crdtest.Apply) and gives the versions it serves. converge's CRD serves v1
 // only; to reach the v1beta1 webhook through the API server as well, a
 // served v1beta1 version that keeps every field is added when missing.
-func installHCCRD(t *testing.T, ctx context.Context, c client.Client, e *graph.Engine) []string {
+func installHCCRD(t *testing.T, c client.Client, e *graph.Engine) []string {
 	t.Helper()
 	crds, err := e.CRDs()
 	if err != nil {
@@ -176,41 +175,7 @@ func installHCCRD(t *testing.T, ctx context.Context, c client.Client, e *graph.E
 		t.Fatal("the engine has no hyperconvergeds CRD")
 	}
 	addV1Beta1(t, crd)
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("converge-test")); err != nil {
-		t.Fatal(err)
-	}
-	var versions []string
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: crd.GetName()}, got); err != nil {
-			return false
-		}
-		versions = versions[:0]
-		for _, v := range got.Spec.Versions {
-			if v.Served {
-				versions = append(versions, v.Name)
-			}
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
-	// Established comes before discovery serves the kind: wait until the
-	// client maps every served version (a create right after Established
-	// failed with "no matches for kind" on a loaded machine).
-	gk := schema.GroupKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		for _, v := range versions {
-			if _, err := c.RESTMapper().RESTMapping(gk, v); err != nil {
-				return false
-			}
-		}
-		return true
-	})
-	return versions
+	return crdtest.Apply(t, c, crd)
 }
 
 func addV1Beta1(t *testing.T, crd *unstructured.Unstructured) {
