@@ -30,13 +30,11 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/safebuffer"
 	"github.com/converge-dev/converge/internal/testing/virtapitest"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/vm/agent"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/scheduler"
 )
@@ -48,9 +46,9 @@ const (
 	apiDom  = apiNS + "_" + apiVM // domain.Name
 )
 
-// vmYAML is a VirtualMachine running the Debian guest of hack/guest by
-// direct kernel boot (as vmiYAML), runStrategy Always.
-func vmYAML(guestDir string) string {
+// vmYAML is the VirtualMachine ns/name running the Debian guest of
+// hack/guest by direct kernel boot (as vmiYAML), runStrategy Always.
+func vmYAML(ns, name, guestDir string) string {
 	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata:
@@ -61,7 +59,7 @@ spec:
   template:
     spec:
       terminationGracePeriodSeconds: 2
-%s`, apiVM, apiNS, guestDomainYAML(6, "converge.hostname="+apiVM, guestDir))
+%s`, name, ns, guestDomainYAML(6, "converge.hostname="+name, guestDir))
 }
 
 // proc is a background binary of the test, its output in a buffer shown
@@ -136,48 +134,18 @@ func lastLines(s string, n int) string {
 // Latencies are logged, not asserted.
 func TestVirtualMachineThroughAPI(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
-	l := vmtest.StartLibvirt(t)
-	bin, err := controlplane.BinDir()
-	vmtest.Require(t, err == nil && controlplane.Available(bin), "kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	guest := vmtest.BuildGuest(t)
-	bins := vmtest.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller", "./cmd/converge")
-	node, controller, converge := bins[0], bins[1], bins[2]
-	l.RemoveDomain(t, apiDom) // a leftover of an interrupted run
-	t.Cleanup(func() { l.RemoveDomain(t, apiDom) })
-
-	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme) // stopped after the binaries (cleanups run last-in first-out)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	s := startAPIStack(t, apiNode, apiDom, func(cp *controlplane.Env) {
+		virtapitest.Start(t, cp) // the console subresource, as converge-controller serves it
+	}, "./cmd/converge")
+	l, guest, c, cp, dir, stateDir := s.l, s.guest, s.c, s.cp, s.dir, s.stateDir
+	converge, ctl, agentProc := s.bins[2], s.ctl, s.agent
 	ctx := context.Background()
-	installCRDs(t, c)
-	nativeKubeVirt(t, c)
-	virtapitest.Start(t, cp) // the console subresource, as converge-controller serves it
-
-	ctl := startProc(t, "converge-controller", controller, "--kubeconfig", kubeconfig,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--receiver-bind-address", "0",
-		"--webhook=false", "--cache-dir", t.TempDir())
-	stateDir := filepath.Join(dir, "state")
-	agentProc := startProc(t, "converge-node vm", node, "vm", "--kubeconfig", kubeconfig, "--node-name", apiNode,
-		"--libvirt-uri", l.URI, "--domain-type", "qemu", "--state-dir", stateDir, "--resync", "5s", "--reserved-memory", "512Mi",
-		"--console-bind-address", "127.0.0.1:0")
-
-	// the agent registers its Node for the scheduler
-	n := &corev1.Node{}
-	waitFor(t, "the Node "+apiNode+" registered by the agent", 60*time.Second, func() bool {
-		agentProc.running(t)
-		return c.Get(ctx, types.NamespacedName{Name: apiNode}, n) == nil && n.Labels[v1alpha1.AgentLabel] == "true" &&
-			n.Annotations[v1alpha1.AllocatableAnnotation] != ""
-	})
-	t.Logf("node %s: %s=%s", apiNode, v1alpha1.AllocatableAnnotation, n.Annotations[v1alpha1.AllocatableAnnotation])
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apiNS}}); err != nil {
 		t.Fatal(err)
 	}
 	vm := &kubevirtv1.VirtualMachine{}
-	if err := yaml.UnmarshalStrict([]byte(vmYAML(guest)), vm); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(vmYAML(apiNS, apiVM, guest)), vm); err != nil {
 		t.Fatal(err)
 	}
 	serialLog := filepath.Join(stateDir, "serial", apiDom+"-serial.log")

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,10 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
-
-	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 const (
@@ -31,21 +26,6 @@ const (
 	faultVM   = "fault-guest"
 	faultDom  = faultNS + "_" + faultVM // domain.Name
 )
-
-// faultVMYAML is vmYAML with the names of TestAgentKilledMidBoot.
-func faultVMYAML(guestDir string) string {
-	return fmt.Sprintf(`apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  runStrategy: Always
-  template:
-    spec:
-      terminationGracePeriodSeconds: 2
-%s`, faultVM, faultNS, guestDomainYAML(6, "converge.hostname="+faultVM, guestDir))
-}
 
 // TestAgentKilledMidBoot is TestVirtualMachineThroughAPI's setup (a real
 // API server, converge-controller, `converge-node vm` on a libvirtd of
@@ -69,46 +49,16 @@ spec:
 // not asserted.
 func TestAgentKilledMidBoot(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
-	l := vmtest.StartLibvirt(t)
-	bin, err := controlplane.BinDir()
-	vmtest.Require(t, err == nil && controlplane.Available(bin), "kube-apiserver and etcd are not in bin/: run `make controlplane`")
-	guest := vmtest.BuildGuest(t)
-	bins := vmtest.BuildBinaries(t, "./cmd/converge-node", "./cmd/converge-controller")
-	node, controller := bins[0], bins[1]
-	l.RemoveDomain(t, faultDom) // a leftover of an interrupted run
-	t.Cleanup(func() { l.RemoveDomain(t, faultDom) })
-
-	cp, c, _ := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme) // stopped after the binaries (cleanups run last-in first-out)
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	st := startAPIStack(t, faultNode, faultDom, nil)
+	l, guest, c, stateDir, agentArgv := st.l, st.guest, st.c, st.stateDir, st.agentArgv
+	ctl, agentProc := st.ctl, st.agent
 	ctx := context.Background()
-	installCRDs(t, c)
-	nativeKubeVirt(t, c)
-
-	ctl := startProc(t, "converge-controller", controller, "--kubeconfig", kubeconfig,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--receiver-bind-address", "0",
-		"--webhook=false", "--cache-dir", t.TempDir())
-	stateDir := filepath.Join(dir, "state")
-	agentArgv := []string{node, "vm", "--kubeconfig", kubeconfig, "--node-name", faultNode,
-		"--libvirt-uri", l.URI, "--domain-type", "qemu", "--state-dir", stateDir, "--resync", "5s", "--reserved-memory", "512Mi",
-		"--console-bind-address", "127.0.0.1:0"}
-	agentProc := startProc(t, "converge-node vm (first)", agentArgv...)
-
-	n := &corev1.Node{}
-	waitFor(t, "the Node "+faultNode+" registered by the agent", 60*time.Second, func() bool {
-		agentProc.running(t)
-		return c.Get(ctx, types.NamespacedName{Name: faultNode}, n) == nil && n.Labels[v1alpha1.AgentLabel] == "true" &&
-			n.Annotations[v1alpha1.AllocatableAnnotation] != ""
-	})
 
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: faultNS}}); err != nil {
 		t.Fatal(err)
 	}
 	vm := &kubevirtv1.VirtualMachine{}
-	if err := yaml.UnmarshalStrict([]byte(faultVMYAML(guest)), vm); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(vmYAML(faultNS, faultVM, guest)), vm); err != nil {
 		t.Fatal(err)
 	}
 	serialLog := filepath.Join(stateDir, "serial", faultDom+"-serial.log")
