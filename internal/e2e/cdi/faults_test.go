@@ -19,8 +19,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,11 +26,9 @@ import (
 	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
-	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
-	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 )
 
@@ -69,23 +65,11 @@ func TestImporterKilledMidImport(t *testing.T) {
 	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
 	ctrl.SetLogger(logr.Discard())
 	bin := vmtest.BuildBinary(t, "./cmd/converge-node")
-	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
-	ctx := context.Background()
+	e, cp, scheme := newStorageEnv(t)
+	c, ctx := e.c, context.Background()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	must(t, cp.Kubeconfig(kubeconfig))
-	crdtest.Install(t, c, "datavolumes", "datasources")
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName},
-		Provisioner: hostpath.DefaultDriverName, VolumeBindingMode: &wffc}))
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	must(t, c.Create(ctx, n))
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	must(t, c.Status().Update(ctx, n))
-
-	e := &importEnv{c: c}
-	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
 	dvo := datavolume.DefaultOptions()
 	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
 	mctx := controlplane.RunManagerForTest(t, cp, scheme, func(mgr ctrl.Manager) error { return datavolume.Setup(mgr, dvo) })

@@ -15,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,21 +53,8 @@ func newImportEnv(t *testing.T) *importEnv {
 	// The managers' logs are not needed (failures show in the DataVolume
 	// status the tests check).
 	ctrl.SetLogger(logr.Discard())
-	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
-	ctx := context.Background()
-	crdtest.Install(t, c, "datavolumes", "datasources")
-
-	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName},
-		Provisioner: hostpath.DefaultDriverName, VolumeBindingMode: &wffc}))
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	must(t, c.Create(ctx, n))
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	must(t, c.Status().Update(ctx, n))
-
-	e := &importEnv{c: c}
-	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
+	e, cp, scheme := newStorageEnv(t)
+	c, ctx := e.c, context.Background()
 	dvo := datavolume.DefaultOptions()
 	dvo.CRDPoll, dvo.SkipNameValidation = 100*time.Millisecond, true
 	o := importcontroller.DefaultOptions()
@@ -84,6 +72,32 @@ func newImportEnv(t *testing.T) *importEnv {
 	})
 	go e.provision(t, mctx)
 	return e
+}
+
+// newStorageEnv starts the part of an importEnv every import test needs:
+// a real API server with the DataVolume and DataSource CRDs, the
+// namespace ns, the WaitForFirstConsumer StorageClass scName of the
+// hostpath driver, the Ready Node node and the real hostpath driver
+// (in-process) with its pool. It gives the environment (no controller
+// runs yet) and the control plane and scheme to run managers with.
+func newStorageEnv(t *testing.T) (*importEnv, *controlplane.Env, *runtime.Scheme) {
+	t.Helper()
+	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme)
+	ctx := context.Background()
+	crdtest.Install(t, c, "datavolumes", "datasources")
+
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	must(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName},
+		Provisioner: hostpath.DefaultDriverName, VolumeBindingMode: &wffc}))
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	must(t, c.Create(ctx, n))
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	must(t, c.Status().Update(ctx, n))
+
+	e := &importEnv{c: c}
+	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
+	return e, cp, scheme
 }
 
 // provision plays the provisioner and the PV controller, which do not
