@@ -314,7 +314,8 @@ func runVMFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved re
 	if ctx.Err() != nil {
 		// Told to stop (SIGTERM from the kubelet deleting the pod) while
 		// registering the Node, starting the caches or running: whatever
-		// the API calls cut short returned is not a failure; exit 0.
+		// the API calls, the console server or libvirt, cut short,
+		// returned is not a failure of this agent; exit 0.
 		return nil
 	}
 	return err
@@ -351,9 +352,6 @@ func runAgentFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved
 	opts.Log.Info("node registered", "node", f.nodeName, "api", cfg.Host)
 	go agent.KeepNodeRegistered(ctx, src.Client(), nopts, func(err error) { opts.Log.Error(err, "node heartbeat") })
 	if err := src.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
 	if opts.Networks, err = podNetworks(f, netattach.APISource{Client: src.Client()}, opts.Log); err != nil {
@@ -369,7 +367,6 @@ func runAgentFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved
 	if err := vmDisks(&opts, disks); err != nil {
 		return err
 	}
-	stopped := ctx // ends on SIGTERM/SIGINT: a stop, not a failure
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	consoleErr := make(chan error, 1)
@@ -385,12 +382,6 @@ func runAgentFromAPI(ctx context.Context, f *vmFlags, cfg *rest.Config, reserved
 		}()
 	}
 	err = agent.New(conn, opts).Run(ctx, src, f.resync)
-	if stopped.Err() != nil {
-		// Told to stop (the kubelet deleting the pod): whatever the
-		// console server or libvirt, stopping beside it, returned is
-		// not a failure of this agent; exit 0.
-		return nil
-	}
 	select {
 	case cerr := <-consoleErr:
 		return cerr
