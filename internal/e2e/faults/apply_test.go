@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/reconciler"
 )
@@ -48,14 +47,7 @@ func TestApplyUnderKills(t *testing.T) {
 	// The config of each parity, rendered once (rounds of a parity render
 	// alike): the first apply creates the CRDs the facts need nothing of.
 	cliApply(0)
-	var rendered [2]*graph.Rendered
-	var want [2][]string
-	for p := range rendered {
-		writeConfig(t, dir, p)
-		rendered[p] = w.render(t, dir)
-		want[p] = ids(rendered[p])
-	}
-	w.remember(t, rendered[0], rendered[1])
+	rendered, want := w.renderParities(t, dir)
 	opts := reconciler.DefaultOptions()
 	opts.HealthGates = false // as `converge apply`
 	pipelineApply := func(ctx context.Context, r int) error {

@@ -9,7 +9,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/internal/graph"
 )
 
 // gitRounds is how many times each Git fault is injected.
@@ -32,14 +31,7 @@ func TestSyncGitServerDown(t *testing.T) {
 	ty := newTally(t)
 	s := startSync(t, w)
 	dir := t.TempDir()
-	var rendered [2]*graph.Rendered
-	var want [2][]string
-	for p := range rendered {
-		writeConfig(t, dir, p)
-		rendered[p] = w.render(t, dir)
-		want[p] = ids(rendered[p])
-	}
-	w.remember(t, rendered[0], rendered[1])
+	rendered, want := w.renderParities(t, dir)
 	faults := []struct {
 		name   string
 		inject func()

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
@@ -29,14 +28,7 @@ func TestSyncUnderKills(t *testing.T) {
 	ty := newTally(t)
 	s := startSync(t, w)
 	dir := t.TempDir()
-	var rendered [2]*graph.Rendered
-	var want [2][]string
-	for p := range rendered {
-		writeConfig(t, dir, p)
-		rendered[p] = w.render(t, dir)
-		want[p] = ids(rendered[p])
-	}
-	w.remember(t, rendered[0], rendered[1])
+	rendered, want := w.renderParities(t, dir)
 
 	// a fault-free round gives the window the faults are drawn from
 	s.commit(t, 1)

@@ -108,6 +108,20 @@ func ids(r *graph.Rendered) []string {
 	return out
 }
 
+// renderParities writes the config of each parity (rounds of a parity
+// render alike) into dir and renders it, remembers both (remember) and
+// gives the renderings and their inventory IDs by parity.
+func (w *world) renderParities(t *testing.T, dir string) (rendered [2]*graph.Rendered, want [2][]string) {
+	t.Helper()
+	for p := range rendered {
+		writeConfig(t, dir, p)
+		rendered[p] = w.render(t, dir)
+		want[p] = ids(rendered[p])
+	}
+	w.remember(t, rendered[0], rendered[1])
+	return rendered, want
+}
+
 // remember records the UIDs of the objects both renders hold, which
 // must exist.
 func (w *world) remember(t *testing.T, a, b *graph.Rendered) {
