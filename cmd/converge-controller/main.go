@@ -61,6 +61,7 @@ import (
 	"github.com/converge-dev/converge/gitops/receiver"
 	"github.com/converge-dev/converge/gitops/source"
 	"github.com/converge-dev/converge/gitops/synccontroller"
+	"github.com/converge-dev/converge/internal/aggregated"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
@@ -347,8 +348,8 @@ func run() error {
 	switch {
 	case virtAPI && certs != nil && ep.Service != nil:
 		vo.VirtAPI = &virtapi.SetupOptions{
-			BindAddress: virtAPIAddr, Service: *ep.Service, ServicePort: int32(virtAPIPort), Certs: certs,
-			Kubeconfig: kubeconfigFlag(), FieldOwner: reconciler.FieldManager,
+			SetupOptions: aggregated.SetupOptions{BindAddress: virtAPIAddr, Service: *ep.Service, ServicePort: int32(virtAPIPort), Certs: certs,
+				Kubeconfig: kubeconfigFlag(), FieldOwner: reconciler.FieldManager},
 			ConsoleToken: func(context.Context) (string, error) { return nodeclient.BearerToken(restCfg) },
 		}
 	case virtAPI:

@@ -30,7 +30,7 @@ const PlainStreamProtocol = "plain.kubevirt.io"
 // when the server refuses or fails, as KubeVirt's dialer), and only then
 // upgrades the caller's connection (subprotocol plain.kubevirt.io) and
 // streams both ways until either side ends.
-func (s *Server) console(w http.ResponseWriter, r *http.Request, ns, name string) {
+func (s *server) console(w http.ResponseWriter, r *http.Request, ns, name string) {
 	ctx := r.Context()
 	vmi, err := s.fetchVMI(ctx, ns, name)
 	if err == nil {
@@ -82,7 +82,7 @@ func validateForConsole(vmi *kubevirtv1.VirtualMachineInstance) error {
 }
 
 // endpoint gives the console endpoint the VMI's Node publishes.
-func (s *Server) endpoint(r *http.Request, vmi *kubevirtv1.VirtualMachineInstance) (nodeendpoint.Endpoint, error) {
+func (s *server) endpoint(r *http.Request, vmi *kubevirtv1.VirtualMachineInstance) (nodeendpoint.Endpoint, error) {
 	node := &corev1.Node{}
 	if err := s.o.Client.Get(r.Context(), client.ObjectKey{Name: vmi.Status.NodeName}, node); err != nil {
 		return nodeendpoint.Endpoint{}, apierrors.NewBadRequest(fmt.Sprintf("Node %s of VirtualMachineInstance %s/%s: %v", vmi.Status.NodeName, vmi.Namespace, vmi.Name, err))

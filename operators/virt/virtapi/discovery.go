@@ -55,7 +55,7 @@ func aggregatedResources() []apidiscoveryv2.APIResourceDiscovery {
 // install serves discovery of the group (/apis, /apis/GROUP,
 // /apis/GROUP/v1, plain and aggregated) and the subresources
 // (/apis/GROUP/v1/namespaces/...) on gs.
-func (s *Server) install(gs *genericapiserver.GenericAPIServer) {
+func (s *server) install(gs *genericapiserver.GenericAPIServer) {
 	gv := metav1.GroupVersionForDiscovery{GroupVersion: GroupVersion.String(), Version: GroupVersion.Version}
 	group := metav1.APIGroup{Name: GroupVersion.Group, Versions: []metav1.GroupVersionForDiscovery{gv}, PreferredVersion: gv}
 	gs.DiscoveryGroupManager.AddGroup(group)

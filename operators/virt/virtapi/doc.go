@@ -4,7 +4,7 @@
 // client (kubevirt.io/client-go) and `converge vm` call, served by
 // converge-controller while a native KubeVirt exists.
 //
-// Server is a k8s.io/apiserver generic API server: TLS with the webhook
+// The server is an internal/aggregated Server: TLS with the webhook
 // certificate converge-controller issues and rotates (internal/webhook),
 // authentication and authorization delegated to the API server as every
 // aggregated API server (and KubeVirt's virt-api) does: kube-apiserver

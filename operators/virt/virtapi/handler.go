@@ -17,7 +17,7 @@ import (
 // server's filters parsed (namespace, resource, name, subresource): the
 // paths KubeVirt's virt-api serves, each with its method; anything else is
 // 404 (405 for another method).
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	info, ok := request.RequestInfoFrom(r.Context())
 	verb, served := subresources[info.Resource][info.Subresource]
 	if !ok || !info.IsResourceRequest || info.Namespace == "" || info.Name == "" || !served {
@@ -59,7 +59,7 @@ var vmiResource = kubevirtv1.Resource("virtualmachineinstance")
 
 // refuseVMI answers a request on VMI ns/name that converge never grants:
 // 404 when the VMI does not exist, else refusal's error.
-func (s *Server) refuseVMI(w http.ResponseWriter, r *http.Request, ns, name string, refusal func(*kubevirtv1.VirtualMachineInstance) error) {
+func (s *server) refuseVMI(w http.ResponseWriter, r *http.Request, ns, name string, refusal func(*kubevirtv1.VirtualMachineInstance) error) {
 	vmi, err := s.fetchVMI(r.Context(), ns, name)
 	if err == nil {
 		err = refusal(vmi)
@@ -69,7 +69,7 @@ func (s *Server) refuseVMI(w http.ResponseWriter, r *http.Request, ns, name stri
 
 // fetchVMI reads VMI ns/name as KubeVirt's FetchVirtualMachineInstance:
 // 404 NotFound, else 500 naming it.
-func (s *Server) fetchVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+func (s *server) fetchVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := s.o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -24,7 +24,7 @@ import (
 // change vmstate gives, applies its patches with the options' dryRun, and
 // answers 202 Accepted. A patch whose test fails (the VM changed since it
 // was read) is 409, as KubeVirt's.
-func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, verb, ns, name string) {
+func (s *server) lifecycle(w http.ResponseWriter, r *http.Request, verb, ns, name string) {
 	ctx := r.Context()
 	vm := &kubevirtv1.VirtualMachine{}
 	if err := s.o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err != nil {
@@ -79,7 +79,7 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, verb, ns, nam
 
 // apply applies change's patches in order (VMI, VM spec, VM status). A
 // failed test operation is KubeVirt's 409 on the VM, any other error 500.
-func (s *Server) apply(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, change vmstate.Change, dryRun []string) error {
+func (s *server) apply(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance, change vmstate.Change, dryRun []string) error {
 	po := &client.PatchOptions{DryRun: dryRun}
 	if change.VMI != nil {
 		// KubeVirt answers any failure of this patch with 500.

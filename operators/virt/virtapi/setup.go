@@ -2,133 +2,31 @@ package virtapi
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/webhook"
+	"github.com/converge-dev/converge/internal/aggregated"
 )
 
-// SetupOptions configure Setup.
+// SetupOptions configure Setup: the aggregated server's options
+// (BindAddress defaults to ":8443", converge-controller's
+// --virt-api-bind-address) and ConsoleToken, Options.ConsoleToken.
 type SetupOptions struct {
-	// BindAddress is the host:port the server listens on (default
-	// ":8443", converge-controller's --virt-api-bind-address).
-	BindAddress string
-	// Service and ServicePort are where the API server reaches the server:
-	// converge-controller's Service, the port in front of BindAddress.
-	Service     types.NamespacedName
-	ServicePort int32
-	// Certs is the webhook certificate Manager whose certificate the
-	// server serves and whose CA the APIService trusts. Required.
-	Certs *webhook.Manager
-	// Kubeconfig is Options.Kubeconfig (empty: in-cluster).
-	Kubeconfig string
-	// ConsoleToken is Options.ConsoleToken.
+	aggregated.SetupOptions
 	ConsoleToken func(ctx context.Context) (string, error)
-	// Gate, when set, holds the APIService's registration until it returns
-	// nil (the virt operator's gate: a native KubeVirt exists).
-	Gate func(ctx context.Context) error
-	// FieldOwner is the server-side apply field manager of the APIService.
-	// Required.
-	FieldOwner string
-	// Retry is how long a failed registration waits before it tries again
-	// (default 5s).
-	Retry time.Duration
 }
 
-// Setup adds the server to mgr, on every replica (each one behind the
-// Service answers): once the certificate Manager has a certificate, it
-// listens on BindAddress and serves (Server.Run) until the manager stops.
-// On the leader, once Gate opened and the server serves, it registers the
-// APIService with the certificate's CA bundle (retrying every Retry) and
-// makes the APIService a target of the Manager's injection, so a rotated
-// CA reaches it. mgr's scheme must know kubevirt.io/v1 and the client-go
-// types. Call it before mgr starts.
+// Setup adds the server of subresources.kubevirt.io/v1 and its APIService
+// to mgr (aggregated.Setup): served on every replica, registered by the
+// leader once Gate opens. mgr's scheme must know kubevirt.io/v1 and the
+// client-go types. Call it before mgr starts.
 func Setup(mgr ctrl.Manager, o SetupOptions) error {
-	if o.Certs == nil || o.FieldOwner == "" || o.Service.Name == "" || o.Service.Namespace == "" || o.ServicePort == 0 {
-		return errors.New("virtapi: SetupOptions.Certs, FieldOwner, Service and ServicePort are required")
-	}
 	if o.BindAddress == "" {
 		o.BindAddress = ":8443"
 	}
-	if o.Retry <= 0 {
-		o.Retry = 5 * time.Second
-	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
-	o.Certs.AddTargets(webhook.Target{Kind: webhook.APIService, Name: APIServiceName})
-	serving := make(chan struct{})
-	log := mgr.GetLogger().WithName("virt-api")
-	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-		select {
-		case <-o.Certs.Ready():
-		case <-ctx.Done():
-			return nil
-		}
-		l, err := net.Listen("tcp", o.BindAddress)
-		if err != nil {
-			return fmt.Errorf("virt-api: listening on %s: %w", o.BindAddress, err)
-		}
-		srv, err := New(Options{Listener: l, Cert: o.Certs, Kubeconfig: o.Kubeconfig, Client: c, ConsoleToken: o.ConsoleToken, Log: log})
-		if err != nil {
-			return err
-		}
-		go func() {
-			select {
-			case <-srv.Serving():
-				log.Info("serving subresources.kubevirt.io/v1", "address", l.Addr().String())
-				close(serving)
-			case <-ctx.Done():
-			}
-		}()
-		return srv.Run(ctx)
-	})); err != nil {
-		return err
-	}
-	return mgr.Add(leaderOnly(func(ctx context.Context) error {
-		if o.Gate != nil {
-			if err := o.Gate(ctx); err != nil {
-				return nil // ctx ended
-			}
-		}
-		select {
-		case <-serving:
-		case <-ctx.Done():
-			return nil
-		}
-		for {
-			err := Register(ctx, c, o.Service, o.ServicePort, o.Certs.CABundle(), o.FieldOwner)
-			if err == nil {
-				break
-			}
-			log.Error(err, "registering the APIService; retrying", "after", o.Retry)
-			select {
-			case <-time.After(o.Retry):
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		o.Certs.Trigger()
-		log.Info("APIService registered", "name", APIServiceName, "service", o.Service.String(), "port", o.ServicePort)
-		return nil
-	}))
+	return aggregated.Setup(mgr, o.SetupOptions, func(c client.Client, log logr.Logger) aggregated.API {
+		return api(Options{Client: c, ConsoleToken: o.ConsoleToken, Log: log.WithName("virt-api")})
+	})
 }
-
-// everyReplica and leaderOnly are manager runnables that run on every
-// replica and on the leader only.
-type everyReplica func(ctx context.Context) error
-
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-func (f everyReplica) NeedLeaderElection() bool        { return false }
-
-type leaderOnly func(ctx context.Context) error
-
-func (f leaderOnly) Start(ctx context.Context) error { return f(ctx) }
-func (f leaderOnly) NeedLeaderElection() bool        { return true }
