@@ -16,7 +16,6 @@ import (
 // v1.SubresourceGroupVersions[0].
 var GroupVersion = schema.GroupVersion{Group: "subresources.kubevirt.io", Version: "v1"}
 
-
 // Options configure the server New gives.
 type Options struct {
 	// Listener is where the server accepts connections. Required.
