@@ -29,6 +29,11 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
 	}
@@ -47,8 +52,13 @@ func checkParameters(params map[string]string) error {
 }
 
 // CreateVolume creates volume req.name in the requested pool, or returns the
-// existing one when it matches (same pool, access type, and a capacity in
-// the range); a mismatch is AlreadyExists.
+// existing one when it matches (same pool, access type, content source, and
+// a capacity in the range); a mismatch is AlreadyExists. With a
+// volume_content_source the volume starts as a copy of that volume (clone)
+// or snapshot (restore), of the same access type (else InvalidArgument),
+// made by reflink or sparse copy (see copyFile); a missing source is
+// NotFound, a capacity below the source's OutOfRange, and without a
+// capacity range the volume has the source's size.
 func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	if name == "" {
@@ -61,8 +71,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err != nil {
 		return nil, err
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "volume %s: volume_content_source: snapshots and clones are not supported", name)
+	source, err := parseContentSource(req.GetVolumeContentSource())
+	if err != nil {
+		return nil, err
 	}
 	if err := checkParameters(req.GetParameters()); err != nil {
 		return nil, err
@@ -87,8 +98,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	ep, existing, err := d.lookup(name)
 	switch {
 	case err == nil:
-		if ep != p || existing.AccessType != access || (existing.State == stateReady && !fits(existing.CapacityBytes, req.GetCapacityRange())) {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s: exists in pool %s as a %d-byte %s volume; request is pool %s, %s, capacity range %v", name, ep.Name, existing.CapacityBytes, existing.AccessType, p.Name, access, req.GetCapacityRange())
+		if ep != p || existing.AccessType != access || !source.matches(existing) || (existing.State == stateReady && !fits(existing.CapacityBytes, req.GetCapacityRange())) {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s: exists in pool %s as a %d-byte %s volume (source %+v); request is pool %s, %s, capacity range %v, source %+v",
+				name, ep.Name, existing.CapacityBytes, existing.AccessType, contentSource{existing.SourceVolumeID, existing.SourceSnapshotID}, p.Name, access, req.GetCapacityRange(), source)
 		}
 		if existing.State == stateReady {
 			return &csi.CreateVolumeResponse{Volume: d.csiVolume(existing)}, nil
@@ -100,14 +112,29 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if _, err := p.root.Lstat(name); err == nil && existing == nil {
 		return nil, status.Errorf(codes.AlreadyExists, "volume %s: pool %s already has an entry %s that is not a volume of this driver", name, p.Name, name)
 	}
+	var fill fillFunc
+	if source != (contentSource{}) {
+		src, err := d.resolve(source)
+		if err != nil {
+			return nil, err
+		}
+		defer src.release()
+		if src.meta.AccessType != access {
+			return nil, status.Errorf(codes.InvalidArgument, "volume %s: source %s is a %s volume, capabilities ask for %s", name, src.meta.ID, src.meta.AccessType, access)
+		}
+		if size, err = cloneSize(req.GetCapacityRange(), src.meta.CapacityBytes); err != nil {
+			return nil, err
+		}
+		fill = copyFrom(src.pool, src.meta)
+	}
 	if _, avail, err := p.space(); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	} else if size > avail {
 		return nil, status.Errorf(codes.OutOfRange, "volume %s: %d bytes requested, pool %s has %d bytes available", name, size, p.Name, avail)
 	}
-	m := &volumeMeta{ID: name, Pool: p.Name, CapacityBytes: size, AccessType: access}
-	if err := p.create(m); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	m := &volumeMeta{ID: name, Pool: p.Name, CapacityBytes: size, AccessType: access, SourceVolumeID: source.volumeID, SourceSnapshotID: source.snapshotID}
+	if err := p.create(m, fill); err != nil {
+		return nil, copyStatus(err)
 	}
 	return &csi.CreateVolumeResponse{Volume: d.csiVolume(m)}, nil
 }

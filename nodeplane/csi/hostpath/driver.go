@@ -229,5 +229,6 @@ func (d *Driver) csiVolume(m *volumeMeta) *csi.Volume {
 		CapacityBytes:      m.CapacityBytes,
 		VolumeContext:      map[string]string{ParameterStoragePool: m.Pool},
 		AccessibleTopology: []*csi.Topology{d.topology()},
+		ContentSource:      contentSource{m.SourceVolumeID, m.SourceSnapshotID}.csi(),
 	}
 }

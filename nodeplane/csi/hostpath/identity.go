@@ -25,6 +25,7 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
 		svc(csi.PluginCapability_Service_CONTROLLER_SERVICE),
 		svc(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
 	}}, nil
 }
 

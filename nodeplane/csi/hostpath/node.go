@@ -33,6 +33,7 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 	for _, t := range []csi.NodeServiceCapability_RPC_Type{
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
 	}

@@ -21,6 +21,9 @@ type pool struct {
 	Pool
 	root *os.Root
 	dir  os.FileInfo
+	// kind is "" for a pool, "snapshot" for the snapshot store of a pool
+	// (see snapshots).
+	kind string
 }
 
 // openPool creates p.Path if missing (mode 0750) and opens it as an os.Root.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"time"
 )
 
 // Volume states recorded in volume.json.
@@ -32,6 +33,13 @@ type volumeMeta struct {
 	AccessType    string        `json:"accessType"`
 	State         string        `json:"state"`
 	Publications  []publication `json:"publications,omitempty"`
+	// SourceVolumeID is, for a volume, the volume it was cloned from; for
+	// a snapshot, the volume it was taken of.
+	SourceVolumeID string `json:"sourceVolumeId,omitempty"`
+	// SourceSnapshotID is the snapshot a volume was restored from.
+	SourceSnapshotID string `json:"sourceSnapshotId,omitempty"`
+	// CreationTime is when a snapshot was taken (UTC).
+	CreationTime time.Time `json:"creationTime,omitzero"`
 }
 
 // publication is one NodePublishVolume in effect.
@@ -67,26 +75,26 @@ func (m *volumeMeta) dataPath() string {
 func (p *pool) read(id string) (*volumeMeta, error) {
 	st, err := p.root.Lstat(id)
 	if err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w", p.Name, id, err)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), id, err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w (a %s)", p.Name, id, ErrNotVolume, st.Mode().Type())
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w (a %s)", p.Name, p.what(), id, ErrNotVolume, st.Mode().Type())
 	}
 	mp := path.Join(id, metaFile)
 	mst, err := p.root.Lstat(mp)
 	if err != nil || !mst.Mode().IsRegular() {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w (no regular %s)", p.Name, id, ErrNotVolume, metaFile)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w (no regular %s)", p.Name, p.what(), id, ErrNotVolume, metaFile)
 	}
 	b, err := p.root.ReadFile(mp)
 	if err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w", p.Name, id, err)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), id, err)
 	}
 	var m volumeMeta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s: %w (%v)", p.Name, id, metaFile, ErrNotVolume, err)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %s: %w (%v)", p.Name, p.what(), id, metaFile, ErrNotVolume, err)
 	}
 	if m.ID != id || m.Pool != p.Name {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s names volume %q of pool %q: %w", p.Name, id, metaFile, m.ID, m.Pool, ErrNotVolume)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %s names volume %q of pool %q: %w", p.Name, p.what(), id, metaFile, m.ID, m.Pool, ErrNotVolume)
 	}
 	return &m, nil
 }
@@ -94,27 +102,8 @@ func (p *pool) read(id string) (*volumeMeta, error) {
 // write replaces volume.json of m.ID atomically (temporary file, fsync,
 // rename).
 func (p *pool) write(m *volumeMeta) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path.Join(m.ID, "."+metaFile+".tmp")
-	f, err := p.root.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = p.root.Rename(tmp, path.Join(m.ID, metaFile))
-	}
-	if err != nil {
-		return fmt.Errorf("storage pool %s: volume %s: writing %s: %w", p.Name, m.ID, metaFile, err)
+	if err := writeJSON(p.root, m.ID, metaFile, m); err != nil {
+		return fmt.Errorf("storage pool %s: %s %s: writing %s: %w", p.Name, p.what(), m.ID, metaFile, err)
 	}
 	return nil
 }
@@ -146,44 +135,84 @@ func (p *pool) list() ([]*volumeMeta, error) {
 	return out, nil
 }
 
-// create makes the directory, metadata and data of a new volume; m.State is
-// set to Ready on success. A failure part-way leaves a Creating record that
-// a retry or DeleteVolume cleans up.
-func (p *pool) create(m *volumeMeta) error {
+// what names the records of p in messages: "volume", or "snapshot" for a
+// snapshot store.
+func (p *pool) what() string {
+	if p.kind == "" {
+		return "volume"
+	}
+	return p.kind
+}
+
+// fillFunc writes the initial content of a new volume or snapshot into its
+// data: the open, empty data directory (filesystem) or disk file opened
+// read-write (block). A block fill may leave the file shorter than the
+// capacity: create extends it.
+type fillFunc func(data *os.File) error
+
+// create makes the directory, metadata and data of a new volume (empty, or
+// written by fill when not nil); m.State is set to Ready on success. A
+// failure part-way leaves a Creating record that a retry or DeleteVolume
+// cleans up.
+func (p *pool) create(m *volumeMeta, fill fillFunc) error {
 	if err := p.root.Mkdir(m.ID, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
 	m.State = stateCreating
 	if err := p.write(m); err != nil {
 		return err
 	}
 	if err := p.root.RemoveAll(m.dataPath()); err != nil {
-		return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
 	if m.AccessType == accessBlock {
 		f, err := p.root.OpenFile(m.dataPath(), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o660)
 		if err != nil {
-			return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+		}
+		if fill != nil {
+			if err := fill(f); err != nil {
+				f.Close()
+				return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+			}
 		}
 		err = f.Truncate(m.CapacityBytes)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("storage pool %s: volume %s: sizing %s to %d bytes: %w", p.Name, m.ID, diskFile, m.CapacityBytes, err)
+			return fmt.Errorf("storage pool %s: %s %s: sizing %s to %d bytes: %w", p.Name, p.what(), m.ID, diskFile, m.CapacityBytes, err)
 		}
 	} else {
 		if err := p.root.Mkdir(m.dataPath(), 0o777); err != nil {
-			return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 		}
 		// Pods run as any UID: the data directory is world-writable, as in
 		// upstream hostpath drivers (the umask would otherwise narrow it).
 		if err := p.root.Chmod(m.dataPath(), 0o777); err != nil {
-			return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+		}
+		if fill != nil {
+			if err := p.fillDir(m, fill); err != nil {
+				return err
+			}
 		}
 	}
 	m.State = stateReady
 	return p.write(m)
+}
+
+// fillDir runs fill on the new data directory of m, opened through the root.
+func (p *pool) fillDir(m *volumeMeta, fill fillFunc) error {
+	dir, err := p.openData(m, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if err := fill(dir); err != nil {
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+	}
+	return nil
 }
 
 // remove deletes volume m: it marks it Deleting, then removes its directory
@@ -194,7 +223,7 @@ func (p *pool) remove(m *volumeMeta) error {
 		return err
 	}
 	if err := p.root.RemoveAll(m.ID); err != nil {
-		return fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
 	return nil
 }
@@ -207,7 +236,7 @@ func (p *pool) openData(m *volumeMeta, flag int) (*os.File, error) {
 	dp := m.dataPath()
 	st, err := p.root.Lstat(dp)
 	if err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
 	want := st.Mode().IsRegular()
 	if m.AccessType == accessMount {
@@ -215,15 +244,15 @@ func (p *pool) openData(m *volumeMeta, flag int) (*os.File, error) {
 		flag = os.O_RDONLY
 	}
 	if !want {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s is a %v: %w", p.Name, m.ID, dp, st.Mode().Type(), ErrNotVolume)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %s is a %v: %w", p.Name, p.what(), m.ID, dp, st.Mode().Type(), ErrNotVolume)
 	}
 	f, err := p.root.OpenFile(dp, flag, 0)
 	if err != nil {
-		return nil, fmt.Errorf("storage pool %s: volume %s: %w", p.Name, m.ID, err)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
 	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
 		f.Close()
-		return nil, fmt.Errorf("storage pool %s: volume %s: %s changed while opening it", p.Name, m.ID, dp)
+		return nil, fmt.Errorf("storage pool %s: %s %s: %s changed while opening it", p.Name, p.what(), m.ID, dp)
 	}
 	return f, nil
 }

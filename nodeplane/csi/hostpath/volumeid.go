@@ -22,19 +22,29 @@ const (
 // file), with no '/', NUL or other byte that could make it a path. A
 // CreateVolume name becomes the volume ID unchanged, so names follow the
 // same rule. The error quotes the ID and says what is allowed.
-func ValidateVolumeID(id string) error {
+func ValidateVolumeID(id string) error { return validateID("volume ID", id) }
+
+// validateID applies the rule of ValidateVolumeID to an ID of some kind
+// ("volume ID", "snapshot ID"); the error starts with kind.
+func validateID(kind, id string) error {
 	if id == "" {
-		return fmt.Errorf("volume ID: required")
+		return fmt.Errorf("%s: required", kind)
 	}
 	if len(id) > MaxVolumeIDLength {
-		return fmt.Errorf("volume ID %q…: %d bytes, at most %d allowed", id[:32], len(id), MaxVolumeIDLength)
+		return fmt.Errorf("%s %q…: %d bytes, at most %d allowed", kind, id[:32], len(id), MaxVolumeIDLength)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_' || c == '.'))
 		if !ok {
-			return fmt.Errorf("volume ID %q: byte %d (%q) not allowed: want letters, digits, '-', '_' or '.', starting with a letter or digit", id, i, strings.ToValidUTF8(string(c), "?"))
+			return fmt.Errorf("%s %q: byte %d (%q) not allowed: want letters, digits, '-', '_' or '.', starting with a letter or digit", kind, id, i, strings.ToValidUTF8(string(c), "?"))
 		}
 	}
 	return nil
 }
+
+// ValidateSnapshotID reports whether id can name a snapshot directory
+// <pool>/.snapshots/<id>, by the same rule as ValidateVolumeID (a
+// CreateSnapshot name becomes the snapshot ID unchanged). The error quotes
+// the ID and says what is allowed.
+func ValidateSnapshotID(id string) error { return validateID("snapshot ID", id) }
