@@ -49,7 +49,9 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	r := mgr.GetAPIReader()
 	log := mgr.GetLogger().WithName("cdi-uploadproxy")
 	p, err := New(Options{Reader: r, Log: log,
-		PublicKeys: func(ctx context.Context) ([]*ecdsa.PublicKey, error) { return uploadtoken.PublicKeys(ctx, r, o.PublicKeys) }})
+		PublicKeys: func(ctx context.Context) ([]*ecdsa.PublicKey, error) {
+			return uploadtoken.PublicKeys(ctx, r, o.PublicKeys)
+		}})
 	if err != nil {
 		return err
 	}
