@@ -41,6 +41,18 @@ func (c contentSource) matches(m *volumeMeta) bool {
 	return m.SourceVolumeID == c.volumeID && m.SourceSnapshotID == c.snapshotID
 }
 
+// String names the source for messages: "volume <id>", "snapshot <id>" or
+// "none".
+func (c contentSource) String() string {
+	switch {
+	case c.volumeID != "":
+		return "volume " + c.volumeID
+	case c.snapshotID != "":
+		return "snapshot " + c.snapshotID
+	}
+	return "none"
+}
+
 // csi is the VolumeContentSource of c for a response, nil for no source.
 func (c contentSource) csi() *csi.VolumeContentSource {
 	switch {

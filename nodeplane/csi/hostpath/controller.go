@@ -99,7 +99,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	switch {
 	case err == nil:
 		if ep != p || existing.AccessType != access || !source.matches(existing) || (existing.State == stateReady && !fits(existing.CapacityBytes, req.GetCapacityRange())) {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s: exists in pool %s as a %d-byte %s volume (source %+v); request is pool %s, %s, capacity range %v, source %+v",
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s: exists in pool %s as a %d-byte %s volume (source %v); request is pool %s, %s, capacity range %v, source %v",
 				name, ep.Name, existing.CapacityBytes, existing.AccessType, contentSource{existing.SourceVolumeID, existing.SourceSnapshotID}, p.Name, access, req.GetCapacityRange(), source)
 		}
 		if existing.State == stateReady {
