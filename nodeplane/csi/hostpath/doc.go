@@ -11,14 +11,32 @@
 // (filesystem volumes, bind-mounted on NodePublish) or the sparse file
 // disk.img (block volumes, attached to a loop device whose node is
 // bind-mounted on a file at the target path). Everything the driver knows is
-// read back from the pools, so a restarted driver sees the same volumes and
-// publications.
+// read back from the pools, so a restarted driver sees the same volumes,
+// publications and snapshots.
+//
+// Snapshots, clones, expansion. A snapshot <id> of a volume is the
+// directory <pool>/.snapshots/<id> of the volume's pool, laid out like a
+// volume directory (its volume.json also records the source volume and the
+// creation time); the store goes away with its last snapshot and, starting
+// with '.', can never be a volume ID. CreateSnapshot copies the volume's
+// data there and CreateVolume with a content source (a volume: clone; a
+// snapshot: restore) copies it into the new volume. Copies share extents
+// where the filesystem can (FICLONE: XFS with reflink, btrfs, ...) and are
+// sparse copies otherwise (SEEK_DATA/SEEK_HOLE + copy_file_range): holes
+// stay holes. A filesystem volume's tree is copied entry by entry with
+// O_NOFOLLOW, symlinks as symlinks. Snapshots of a volume in use are
+// crash-consistent per file, not frozen. ControllerExpandVolume grows a
+// block volume's disk file and its attached loop devices at once (online);
+// a filesystem volume, a directory without quota, only records the new
+// capacity. Volumes never shrink.
 //
 // Confinement. Every pool is opened once as an os.Root; volume files are
 // only reached through it, so a volume ID or a symlink planted in a pool
 // cannot make the driver create, open or remove a file outside the pool.
 // Bind mounts use /proc/self/fd paths of descriptors opened through the
-// root. Volume IDs are validated by ValidateVolumeID. Other agents on the
+// root. Volume IDs are validated by ValidateVolumeID, snapshot IDs by
+// ValidateSnapshotID (the same rule); a .snapshots that is not a real
+// directory is refused, never followed. Other agents on the
 // node (the cdi-importer) reach a volume's data through LookupVolume, with
 // the same checks.
 //
