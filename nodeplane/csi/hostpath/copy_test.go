@@ -56,7 +56,7 @@ func TestCopyFile(t *testing.T) {
 		exts []extent
 	}{
 		{"empty", 0, nil},
-		{"all hole", 64 << 20, nil},
+		{"all hole", 16 << 20, nil},
 		{"data at start", 8 << 20, []extent{{0, mib}}},
 		{"data at end", 8 << 20, []extent{{7 << 20, mib}}},
 		{"data unaligned, short tail", 5<<20 + 17, []extent{{3, []byte("hello")}, {2<<20 + 5, mib}, {5 << 20, bytes.Repeat([]byte{1}, 17)}}},
