@@ -69,7 +69,6 @@ import (
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
-	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
@@ -162,12 +161,13 @@ func run() error {
 		virtAPI      bool
 		virtAPIAddr  string
 		virtAPIPort  int
+		cdiAPI       cdiAPIFlags
 		nodeImage    string
 		operandNS    string
 	)
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; signed upload tokens for UploadTokenRequests (start once their CRDs are installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -175,6 +175,7 @@ func run() error {
 	flag.BoolVar(&virtAPI, "virt-api", true, "serve the aggregated API subresources.kubevirt.io/v1 (virt-api role: virtualmachines/start, stop, restart and virtualmachineinstances/console for virtctl, KubeVirt's client and converge vm), with the webhook certificate, and register its APIService once a native KubeVirt CR exists (needs the webhook Service and the issued certificate)")
 	flag.StringVar(&virtAPIAddr, "virt-api-bind-address", ":8443", "address the aggregated API subresources.kubevirt.io is served on")
 	flag.IntVar(&virtAPIPort, "virt-api-service-port", 8443, "port of --webhook-service-name in front of --virt-api-bind-address, which the APIService names")
+	cdiAPI.register(flag.CommandLine)
 	flag.BoolVar(&virt, "virt-controller", true, "run the virt-controller role: VirtualMachine → VirtualMachineInstance per runStrategy and the VMI scheduler (starts once a native KubeVirt CR exists)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
@@ -297,10 +298,7 @@ func run() error {
 		if err := datavolume.Setup(mgr, dvo); err != nil {
 			return err
 		}
-		uo := uploadtoken.DefaultOptions()
-		uo.KeySecret.Namespace, uo.PublicKeys.Namespace = wh.namespace(), wh.namespace()
-		uo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleAPIServer) }
-		if err := uploadtoken.Setup(mgr, uo); err != nil {
+		if err := setupCDIAPI(mgr, cdiAPI, cdiGates, certs, ep.Service, kubeconfigFlag(), wh.namespace()); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,7 @@ var uploadScheme = func() *runtime.Scheme {
 // imageUploadFlags are the flags of `converge image-upload dv`.
 type imageUploadFlags struct {
 	ns, imagePath, size, storageClass string
+	proxyURL                          string
 	noCreate, insecure                bool
 	timeout, poll                     time.Duration
 }
@@ -58,13 +59,15 @@ into the DataVolume NAME, as virtctl image-upload dv does:
     instead;
  2. it waits for phase UploadReady (the converge-node cdi-importer agent of
     the volume's node sets it once the PVC is Bound there);
- 3. it creates an UploadTokenRequest (upload.cdi.kubevirt.io) and waits for
-    the token converge-controller signs into its status (RBAC: create on
-    uploadtokenrequests in the namespace);
- 4. it streams the file to the node's upload server, whose address and
-    certificate fingerprint are on the Node (annotations
-    cdi.converge.dev/upload-address, cdi.converge.dev/upload-cert-sha256),
-    with a progress bar on a terminal and percentage lines otherwise;
+ 3. it creates an UploadTokenRequest (upload.cdi.kubevirt.io, served by
+    converge-controller as CDI's apiserver serves it) whose answer carries
+    the token (RBAC: create on uploadtokenrequests in the namespace);
+ 4. it streams the file, with a progress bar on a terminal and percentage
+    lines otherwise, to the upload proxy at --uploadproxy-url (POST
+    /v1beta1/upload, as virtctl), or without it straight to the node's
+    upload server, whose address and certificate fingerprint are on the
+    Node (annotations cdi.converge.dev/upload-address,
+    cdi.converge.dev/upload-cert-sha256);
  5. it waits for phase Succeeded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,7 +89,8 @@ into the DataVolume NAME, as virtctl image-upload dv does:
 	fl.StringVar(&f.size, "size", "", "size of the DataVolume to create, e.g. 10Gi (required unless it exists)")
 	fl.StringVar(&f.storageClass, "storage-class", "", "StorageClass of the DataVolume to create (default: the cluster's default)")
 	fl.BoolVar(&f.noCreate, "no-create", false, "fail when the DataVolume does not exist instead of creating it")
-	fl.BoolVar(&f.insecure, "insecure", false, "accept any certificate from the upload server (skip the pinned fingerprint check)")
+	fl.StringVar(&f.proxyURL, "uploadproxy-url", "", "URL of the upload proxy (converge-controller's Service port https-uploadproxy, or CDI's cdi-uploadproxy), as virtctl's; empty: straight to the volume's node")
+	fl.BoolVar(&f.insecure, "insecure", false, "accept any certificate from the upload proxy or server (skip verification: the system CAs for the proxy, the pinned fingerprint for a node)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long (0: no limit)")
 	cmd.AddCommand(dv)
 	return cmd
@@ -126,11 +130,13 @@ func runImageUpload(ctx context.Context, g *globals, f *imageUploadFlags, name s
 	if err != nil {
 		return fmt.Errorf("%w (waiting for UploadReady: is converge-node cdi-importer running on the volume's node?)", err)
 	}
-	ep, err := uploadEndpoint(ctx, c, dv)
-	if err != nil {
-		return err
+	var ep nodeendpoint.Endpoint
+	if f.proxyURL == "" {
+		if ep, err = uploadEndpoint(ctx, c, dv); err != nil {
+			return err
+		}
 	}
-	token, err := requestUploadToken(ctx, c, key, f.poll)
+	token, err := requestUploadToken(ctx, c, key)
 	if err != nil {
 		return err
 	}
@@ -140,7 +146,14 @@ func runImageUpload(ctx context.Context, g *globals, f *imageUploadFlags, name s
 		tty = term.IsTerminal(int(o.Fd()))
 	}
 	pr := &progressReader{r: file, total: st.Size(), out: g.stdout, tty: tty, start: time.Now()}
-	if _, err := nodeclient.Upload(ctx, ep, token, pr, st.Size(), nodeclient.UploadOptions{Insecure: f.insecure}); err != nil {
+	upload := func() error {
+		_, err := nodeclient.Upload(ctx, ep, token, pr, st.Size(), nodeclient.UploadOptions{Insecure: f.insecure})
+		return err
+	}
+	if f.proxyURL != "" {
+		upload = func() error { return uploadThroughProxy(ctx, f.proxyURL, token, pr, st.Size(), f.insecure) }
+	}
+	if err := upload(); err != nil {
 		pr.end()
 		return fmt.Errorf("DataVolume %s: %w", key, err)
 	}
@@ -252,23 +265,17 @@ func uploadEndpoint(ctx context.Context, c client.Client, dv *cdiv1.DataVolume) 
 	return ep, nil
 }
 
-// requestUploadToken creates an UploadTokenRequest for key and waits for
-// its status.token.
-func requestUploadToken(ctx context.Context, c client.Client, key types.NamespacedName, poll time.Duration) (string, error) {
+// requestUploadToken creates an UploadTokenRequest for key through the
+// aggregated API upload.cdi.kubevirt.io and gives the token its answer
+// carries, as virtctl does.
+func requestUploadToken(ctx context.Context, c client.Client, key types.NamespacedName) (string, error) {
 	utr := &uploadv1.UploadTokenRequest{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, GenerateName: key.Name + "-upload-"},
 		Spec: uploadv1.UploadTokenRequestSpec{PvcName: key.Name}}
 	if err := c.Create(ctx, utr); err != nil {
-		return "", fmt.Errorf("UploadTokenRequest for %s: creating: %w", key, err)
+		return "", fmt.Errorf("UploadTokenRequest for %s: creating: %w (is the APIService v1beta1.upload.cdi.kubevirt.io Available?)", key, err)
 	}
-	for utr.Status.Token == "" {
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("UploadTokenRequest %s/%s: no token yet (is converge-controller running?): %w", utr.Namespace, utr.Name, ctx.Err())
-		case <-time.After(poll):
-		}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(utr), utr); err != nil {
-			return "", fmt.Errorf("UploadTokenRequest %s/%s: %w", utr.Namespace, utr.Name, err)
-		}
+	if utr.Status.Token == "" {
+		return "", fmt.Errorf("UploadTokenRequest for %s: the answer has no status.token; expected upload.cdi.kubevirt.io served by converge-controller's cdi-apiserver role (or CDI's)", key)
 	}
 	return utr.Status.Token, nil
 }

@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/sha256"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,17 +20,24 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
+	"github.com/converge-dev/converge/internal/aggregated"
+	"github.com/converge-dev/converge/internal/testing/aggregatedtest"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/operators/cdi/uploadapi"
+	"github.com/converge-dev/converge/operators/cdi/uploadproxy"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
 // TestImageUpload runs `converge image-upload dv` end to end against a real
-// API server, the token issuer and node-a's upload server in-process; the
+// API server, converge's aggregated upload API (upload.cdi.kubevirt.io,
+// registered with it), the upload proxy and node-a's upload server
+// in-process; the
 // test plays the DataVolume controller and provisioner for upload sources
 // (PVC + hostpath volume + PV, Bound). It checks the non-TTY output and
 // that the volume holds the raw image byte for byte.
@@ -43,7 +53,7 @@ func TestImageUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	crdtest.Install(t, c, "datavolumes", "uploadtokenrequests")
+	crdtest.Install(t, c, "datavolumes")
 	for _, n := range []string{"vms", "converge-system"} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
@@ -55,13 +65,24 @@ func TestImageUpload(t *testing.T) {
 	}
 	driver, pool := storagetest.StartDriver(t, "node-a", "local")
 	uo := uploadtoken.DefaultOptions()
-	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
+	aggregatedtest.Start(t, cp, func(c client.Client, _ string) aggregated.API {
+		k := &uploadtoken.Keeper{Client: c, Options: uo}
+		return uploadapi.API(uploadapi.Options{Key: k.Key, Lifetime: uo.TokenLifetime})
+	})
+	proxy, err := uploadproxy.New(uploadproxy.Options{Reader: c,
+		PublicKeys: func(ctx context.Context) ([]*ecdsa.PublicKey, error) {
+			return tokenapi.PublicKeys(ctx, c, uo.PublicKeys)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxySrv := httptest.NewTLSServer(proxy)
+	t.Cleanup(proxySrv.Close)
 	vol := importcontroller.DefaultOptions()
 	vol.NodeName, vol.Pools = "node-a", []hostpath.Pool{pool}
 	o := uploadserver.DefaultOptions(vol)
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
 	mctx := controlplane.RunManagerForTest(t, cp, uploadScheme,
-		func(mgr ctrl.Manager) error { return uploadtoken.Setup(mgr, uo) },
 		func(mgr ctrl.Manager) error { return uploadserver.Setup(mgr, o) })
 	go provisionUpload(t, mctx, c, driver, pool)
 
@@ -78,18 +99,28 @@ func TestImageUpload(t *testing.T) {
 	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", rawPath, qPath).CombinedOutput(); err != nil {
 		t.Fatalf("qemu-img convert: %v: %s", err, out)
 	}
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	code := RunContext(ctx, []string{"--kubeconfig", kubeconfig, "image-upload", "dv", "disk", "-n", "vms",
-		"--image-path", qPath, "--size", "4Mi", "--timeout", "3m"}, &stdout, &stderr)
-	t.Logf("image-upload took %v (DataVolume creation to Succeeded)", time.Since(start))
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	got := regexp.MustCompile(`\(\d+ bytes\)`).ReplaceAllString(stdout.String(), "(N bytes)")
-	got = regexp.MustCompile(`/\S*/img\.qcow2`).ReplaceAllString(got, "IMG")
-	want := `DataVolume vms/disk created (source upload, 4Mi)
-Uploading IMG (N bytes) to DataVolume vms/disk
+	// straight to the node, and through the upload proxy as virtctl's
+	// --uploadproxy-url (its test certificate: --insecure)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"disk", nil},
+		{"viaproxy", []string{"--uploadproxy-url", proxySrv.URL, "--insecure"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := RunContext(ctx, append([]string{"--kubeconfig", kubeconfig, "image-upload", "dv", tc.name, "-n", "vms",
+			"--image-path", qPath, "--size", "4Mi", "--timeout", "3m"}, tc.args...), &stdout, &stderr)
+		t.Logf("image-upload %s took %v (DataVolume creation to Succeeded)", tc.name, time.Since(start))
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+		}
+		got := regexp.MustCompile(`\(\d+ bytes\)`).ReplaceAllString(stdout.String(), "(N bytes)")
+		got = regexp.MustCompile(`/\S*/img\.qcow2`).ReplaceAllString(got, "IMG")
+		got = strings.ReplaceAll(got, "vms/"+tc.name, "vms/NAME")
+		want := `DataVolume vms/NAME created (source upload, 4Mi)
+Uploading IMG (N bytes) to DataVolume vms/NAME
  10%
  20%
  30%
@@ -100,26 +131,26 @@ Uploading IMG (N bytes) to DataVolume vms/disk
  80%
  90%
 100%
-Uploaded; waiting for DataVolume vms/disk to succeed
-DataVolume vms/disk Succeeded
+Uploaded; waiting for DataVolume vms/NAME to succeed
+DataVolume vms/NAME Succeeded
 `
-	if got != want {
-		t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
+		if got != want {
+			t.Errorf("stdout:\n%s\nwant:\n%s", got, want)
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "vms", Name: tc.name}, pvc); err != nil {
+			t.Fatal(err)
+		}
+		disk, err := os.ReadFile(filepath.Join(pool.Path, pvc.Spec.VolumeName, "data", "disk.img"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sha256.Sum256(disk) != sha256.Sum256(raw) {
+			t.Errorf("disk.img (%d bytes) differs from the raw image (%d bytes)", len(disk), len(raw))
+		}
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "vms", Name: "disk"}, pvc); err != nil {
-		t.Fatal(err)
-	}
-	disk, err := os.ReadFile(filepath.Join(pool.Path, pvc.Spec.VolumeName, "data", "disk.img"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sha256.Sum256(disk) != sha256.Sum256(raw) {
-		t.Errorf("disk.img (%d bytes) differs from the raw image (%d bytes)", len(disk), len(raw))
-	}
+	var stdout, stderr bytes.Buffer
 	// a second run refuses: the DataVolume is Succeeded
-	stdout.Reset()
-	stderr.Reset()
 	if code := RunContext(ctx, []string{"--kubeconfig", kubeconfig, "image-upload", "dv", "disk", "-n", "vms",
 		"--image-path", qPath, "--timeout", "1m"}, &stdout, &stderr); code == 0 || !bytes.Contains(stderr.Bytes(), []byte("phase Succeeded, expected UploadReady")) {
 		t.Errorf("second upload: exit %d, stderr %q; want a refusal naming phase Succeeded", code, stderr.String())

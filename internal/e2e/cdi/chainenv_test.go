@@ -63,8 +63,8 @@ type chainOptions struct {
 // newChain starts the chain (see chain) with namespace ns, StorageClass
 // scName (WaitForFirstConsumer, reclaim Delete, pool poolDir) and a Ready
 // Node node; it returns once the agent has labelled the Node. Everything
-// stops at the test's end. The DataVolume and UploadTokenRequest CRDs of
-// converge's graph are installed before kube-controller-manager starts, so
+// stops at the test's end. The DataVolume CRD of converge's graph is
+// installed before kube-controller-manager starts, so
 // its garbage collector watches DataVolumes from the start instead of
 // after its next discovery resync (30 s).
 func newChain(t *testing.T, co *chainOptions) *chain {
@@ -87,7 +87,7 @@ func newChain(t *testing.T, co *chainOptions) *chain {
 	ctx := context.Background()
 	t0 := time.Now()
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme, uploadv1.AddToScheme)
-	crdtest.Install(t, c, "datavolumes", "uploadtokenrequests")
+	crdtest.Install(t, c, "datavolumes")
 	kcm, err := controlplane.StartControllerManager(cp, chainControllers...)
 	if err != nil {
 		t.Fatal(err)

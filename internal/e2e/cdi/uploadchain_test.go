@@ -25,9 +25,9 @@ import (
 )
 
 // TestUploadChain runs a DataVolume upload end to end with no stand-in:
-// the chain of TestChain (newChain) with the upload token issuer
-// (uploadtoken.Setup, as converge-controller wires it) in the controller
-// manager and the upload server in the cdi-importer agent's process
+// the chain of TestChain (newChain) with converge's aggregated upload API
+// (upload.cdi.kubevirt.io, operators/cdi/uploadapi, registered with the
+// API server as converge-controller registers it) and the upload server in the cdi-importer agent's process
 // (importcontroller.Options.Setups with uploadserver.Setup, as `converge-node
 // cdi-importer` does), and the real CLI code path `converge image-upload
 // dv` (cli.RunContext) uploading a qcow2 made with qemu-img.
@@ -36,16 +36,11 @@ import (
 // controller creates the PVC and selects node-a (UploadScheduled) → the
 // provisioner creates the volume and its PV → kube-controller-manager
 // binds the PVC → the agent marks UploadReady → the CLI gets a token
-// through an UploadTokenRequest → uploads to the node → Succeeded, and
+// from an UploadTokenRequest → uploads to the node → Succeeded, and
 // disk.img equals the raw image byte for byte. Each step's latency is
 // logged.
 func TestUploadChain(t *testing.T) {
 	ch := newChain(t, &chainOptions{
-		controller: []func(ctrl.Manager) error{func(mgr ctrl.Manager) error {
-			uo := uploadtoken.DefaultOptions()
-			uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
-			return uploadtoken.Setup(mgr, uo)
-		}},
 		agent: func(o *importcontroller.Options) {
 			uo := uploadserver.DefaultOptions(*o)
 			uo.BindAddress, uo.CRDPoll, uo.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
@@ -53,6 +48,7 @@ func TestUploadChain(t *testing.T) {
 			o.Setups = append(o.Setups, func(mgr ctrl.Manager) error { return uploadserver.Setup(mgr, uo) })
 		},
 	})
+	startUploadAPI(t, ch.cp, uploadtoken.DefaultOptions())
 	ctx, c := context.Background(), ch.c
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	must(t, ch.cp.Kubeconfig(kubeconfig))

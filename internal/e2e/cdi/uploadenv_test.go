@@ -18,12 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/nodeendpoint"
+	"github.com/converge-dev/converge/internal/aggregated"
+	"github.com/converge-dev/converge/internal/testing/aggregatedtest"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/storagetest"
 	"github.com/converge-dev/converge/nodeplane/cdi/importcontroller"
 	"github.com/converge-dev/converge/nodeplane/cdi/uploadserver"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/operators/cdi/uploadapi"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
 )
 
@@ -34,14 +37,15 @@ type uploadEnv struct {
 	uo     uploadtoken.Options
 }
 
-// newEnv starts an API server with the DataVolume and UploadTokenRequest
-// CRDs, the token issuer and node-a's upload server in one manager.
+// newUploadEnv starts an API server with the DataVolume CRD, converge's
+// aggregated upload API (upload.cdi.kubevirt.io, startUploadAPI) and
+// node-a's upload server in a manager.
 func newUploadEnv(t *testing.T) *uploadEnv {
 	t.Helper()
 	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
 	cp, c, scheme := controlplane.StartEnvForTest(t, cdiv1.AddToScheme, uploadv1.AddToScheme)
 	ctx := context.Background()
-	crdtest.Install(t, c, "datavolumes", "uploadtokenrequests")
+	crdtest.Install(t, c, "datavolumes")
 	for _, n := range []string{ns, "converge-system"} {
 		must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 	}
@@ -56,7 +60,7 @@ func newUploadEnv(t *testing.T) *uploadEnv {
 	e := &uploadEnv{c: c}
 	e.driver, e.pool = storagetest.StartDriver(t, node, "local")
 	e.uo = uploadtoken.DefaultOptions()
-	e.uo.CRDPoll, e.uo.SkipNameValidation = 100*time.Millisecond, true
+	startUploadAPI(t, cp, e.uo)
 	vol := importcontroller.DefaultOptions()
 	vol.NodeName, vol.Pools = node, []hostpath.Pool{e.pool}
 	vol.Importer.ProgressInterval = 50 * time.Millisecond
@@ -64,7 +68,6 @@ func newUploadEnv(t *testing.T) *uploadEnv {
 	o.BindAddress, o.CRDPoll, o.SkipNameValidation = "127.0.0.1:0", 100*time.Millisecond, true
 	o.Log = testr.New(t)
 	controlplane.RunManagerForTest(t, cp, scheme,
-		func(mgr ctrl.Manager) error { return uploadtoken.Setup(mgr, e.uo) },
 		func(mgr ctrl.Manager) error { return uploadserver.Setup(mgr, o) })
 	return e
 }
@@ -121,17 +124,28 @@ func (e *uploadEnv) waitPhase(t *testing.T, name string, phase cdiv1.DataVolumeP
 	return dv
 }
 
-// token creates an UploadTokenRequest for pvc and waits for its token.
+// token creates an UploadTokenRequest for pvc through the aggregated API
+// and gives the token its answer carries.
 func (e *uploadEnv) token(t *testing.T, pvc string) string {
 	t.Helper()
-	ctx := context.Background()
 	utr := &uploadv1.UploadTokenRequest{ObjectMeta: metav1.ObjectMeta{GenerateName: pvc + "-", Namespace: ns},
 		Spec: uploadv1.UploadTokenRequestSpec{PvcName: pvc}}
-	must(t, e.c.Create(ctx, utr))
-	controlplane.Eventually(t, 30*time.Second, func() bool {
-		return e.c.Get(ctx, client.ObjectKeyFromObject(utr), utr) == nil && utr.Status.Token != ""
-	})
+	must(t, e.c.Create(context.Background(), utr))
+	if utr.Status.Token == "" {
+		t.Fatalf("UploadTokenRequest for %s: created without status.token", pvc)
+	}
 	return utr.Status.Token
+}
+
+// startUploadAPI serves upload.cdi.kubevirt.io/v1beta1 (operators/cdi/
+// uploadapi) with the keys of o, registered with cp's aggregation layer as
+// converge-controller registers it, until t ends.
+func startUploadAPI(t testing.TB, cp *controlplane.Env, o uploadtoken.Options) {
+	t.Helper()
+	aggregatedtest.Start(t, cp, func(c client.Client, _ string) aggregated.API {
+		k := &uploadtoken.Keeper{Client: c, Options: o}
+		return uploadapi.API(uploadapi.Options{Key: k.Key, Lifetime: o.TokenLifetime})
+	})
 }
 
 func (e *uploadEnv) endpoint(t *testing.T) nodeendpoint.Endpoint {

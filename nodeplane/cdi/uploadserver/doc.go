@@ -1,6 +1,6 @@
 // Package uploadserver is the upload endpoint of a node: CDI's
-// cdi-uploadproxy and cdi-uploadserver roles in one HTTPS server run by the
-// node agent `converge-node cdi-importer`, next to the imports of
+// cdi-uploadserver role in one HTTPS server for all the node's volumes, run
+// by the node agent `converge-node cdi-importer`, next to the imports of
 // nodeplane/cdi/importcontroller.
 //
 // Flow (the virtctl image-upload experience, see internal/cli
@@ -12,8 +12,10 @@
 //     the DataVolume's phase UploadReady (CDI: UploadScheduled →
 //     UploadReady when the upload server pod runs).
 //  2. The client creates an UploadTokenRequest and gets a signed token
-//     (the token issuer, operators/cdi/uploadtoken).
-//  3. The client reads the PV's node, that Node's endpoint annotations
+//     in the answer (the aggregated API of converge-controller,
+//     operators/cdi/uploadapi).
+//  3. The upload proxy of converge-controller (operators/cdi/uploadproxy)
+//     or the client itself reads the PV's node, that Node's endpoint annotations
 //     (nodeendpoint.Upload of api/nodeendpoint: a self-signed certificate
 //     pinned by fingerprint, as nodeplane/vm/console does), and POSTs the
 //     image to /v1beta1/upload (nodeendpoint.UploadPath, CDI's uploadproxy

@@ -25,6 +25,7 @@ import (
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/internal/graph"
@@ -57,7 +58,7 @@ func env(t *testing.T) (*controlplane.Env, client.Client, *runtime.Scheme) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crdtest.Install(t, c, "cdis", "hostpathprovisioners", "datavolumes", "uploadtokenrequests")
+	crdtest.Install(t, c, "cdis", "hostpathprovisioners", "datavolumes")
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}, node} {
@@ -72,7 +73,7 @@ func env(t *testing.T) (*controlplane.Env, client.Client, *runtime.Scheme) {
 
 // run starts a manager with the CDI operator and, gated on it as in
 // converge-controller, the DataVolume controller (following the active
-// CDI) and the upload token issuer; it gives a channel receiving what the
+// CDI) and the cdi-apiserver role's signing key; it gives a channel receiving what the
 // manager returned.
 func run(t *testing.T, e *controlplane.Env, scheme *runtime.Scheme) <-chan error {
 	t.Helper()
@@ -90,11 +91,19 @@ func run(t *testing.T, e *controlplane.Env, scheme *runtime.Scheme) <-chan error
 	dvo.Gate = func(ctx context.Context) error { return gates.Wait(ctx, cdioperator.RoleController) }
 	dvo.CDI = cdioperator.Active(mgr.GetClient())
 	must(t, datavolume.Setup(mgr, dvo))
+	// the cdi-apiserver role's first step once its gate opens, as
+	// uploadapi.Setup takes it: the signing key
 	uo := uploadtoken.DefaultOptions()
 	uo.KeySecret.Namespace, uo.PublicKeys.Namespace = ns, ns
-	uo.CRDPoll, uo.SkipNameValidation = 100*time.Millisecond, true
-	uo.Gate = func(ctx context.Context) error { return gates.Wait(ctx, cdioperator.RoleAPIServer) }
-	must(t, uploadtoken.Setup(mgr, uo))
+	direct, err := client.New(e.Config, client.Options{Scheme: scheme})
+	must(t, err)
+	must(t, mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if gates.Wait(ctx, cdioperator.RoleAPIServer) != nil {
+			return nil
+		}
+		_, err := uploadtoken.EnsureKeys(ctx, direct, uo)
+		return err
+	})))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -148,11 +157,11 @@ func waitCR(t *testing.T, c client.Client, u *unstructured.Unstructured, what st
 }
 
 // TestOperator runs the CDI operator with the DataVolume controller and
-// the upload token issuer on a real API server with kube-controller-
+// the cdi-apiserver role's signing key on a real API server with kube-controller-
 // manager and a Node without a kubelet:
 //
 //   - before any native CDI, neither CDI role runs: a DataVolume gets no
-//     PVC and the issuer writes no signing key;
+//     PVC and no signing key is made;
 //   - a native CDI opens both gates: the PVC is created, sized with the
 //     CDI's filesystem overhead, and the signing key appears; without a
 //     HostPathProvisioner the CDI has the importer's identity only and is
@@ -191,7 +200,7 @@ func TestOperator(t *testing.T) {
 		t.Fatalf("PVC of the DataVolume before any native CDI: %v, want none (the DataVolume controller must wait)", err)
 	}
 	if err := c.Get(ctx, keyKey, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("signing key before any native CDI: %v, want none (the issuer must wait)", err)
+		t.Fatalf("signing key before any native CDI: %v, want none (the cdi-apiserver role must wait)", err)
 	}
 
 	cdi := cr("CDI", "cdi-kubevirt-hyperconverged", map[string]any{"config": map[string]any{

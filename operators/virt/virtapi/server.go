@@ -56,6 +56,11 @@ func api(o Options) aggregated.API {
 	}
 }
 
+// API gives the aggregated API subresources.kubevirt.io/v1 serving with
+// o.Client, o.ConsoleToken and o.Log (Listener, Cert and Kubeconfig are
+// not read), as aggregated.Setup and aggregated.New take it.
+func API(o Options) aggregated.API { return api(o) }
+
 // New checks o and gives the aggregated API server of
 // subresources.kubevirt.io/v1; nothing listens before its Run.
 func New(o Options) (*aggregated.Server, error) {
