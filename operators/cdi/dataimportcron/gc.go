@@ -2,6 +2,7 @@ package dataimportcron
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +22,11 @@ func ImportsToKeep(cron *cdiv1.DataImportCron) int {
 	return DefaultImportsToKeep
 }
 
-// collect deletes the cron's imports beyond ImportsToKeep, least recently
-// used first (the PVCs' lastUseTime), the DataVolume or, when it is gone,
-// the PVC; and, when there are more DataVolumes than that, those whose
+// collect deletes the cron's imports beyond ImportsToKeep (those being
+// deleted already not counted: a PVC waits for kube-controller-manager's
+// pvc-protection controller), least recently used first (the PVCs'
+// lastUseTime, else their DataVolume's): the DataVolume or, when it is
+// gone, the PVC; and, when there are more DataVolumes than that, those whose
 // PVC is not labelled for the cron. Nothing under garbageCollect Never.
 // CDI's garbageCollectOldImports and garbageCollectPVCs.
 func (r *Reconciler) collect(ctx context.Context, cron *cdiv1.DataImportCron) error {
@@ -36,21 +39,34 @@ func (r *Reconciler) collect(ctx context.Context, cron *cdiv1.DataImportCron) er
 	if err := r.Client.List(ctx, pvcs, client.InNamespace(cron.Namespace), sel); err != nil {
 		return err
 	}
-	if len(pvcs.Items) > keep {
-		sort.Slice(pvcs.Items, func(i, j int) bool {
-			return pvcs.Items[i].Annotations[AnnLastUseTime] > pvcs.Items[j].Annotations[AnnLastUseTime]
-		})
-		for _, p := range pvcs.Items[keep:] {
+	dvs := &cdiv1.DataVolumeList{}
+	if err := r.Client.List(ctx, dvs, client.InNamespace(cron.Namespace), sel); err != nil {
+		return err
+	}
+	// CDI's PVCs carry their DataVolume's lastUseTime from the start;
+	// converge's DataVolume controller does not copy annotations, so a
+	// PVC not yet touched is as recent as its DataVolume.
+	used := map[string]string{}
+	for _, dv := range dvs.Items {
+		used[dv.Name] = dv.Annotations[AnnLastUseTime]
+	}
+	lastUse := func(p corev1.PersistentVolumeClaim) string {
+		if t := p.Annotations[AnnLastUseTime]; t != "" {
+			return t
+		}
+		return used[p.Name]
+	}
+	live := slices.DeleteFunc(pvcs.Items, func(p corev1.PersistentVolumeClaim) bool { return p.DeletionTimestamp != nil })
+	if len(live) > keep {
+		sort.Slice(live, func(i, j int) bool { return lastUse(live[i]) > lastUse(live[j]) })
+		for _, p := range live[keep:] {
 			r.log(cron).Info("deleting an outdated import", "name", p.Name)
 			if err := r.deleteImport(ctx, p.Namespace, p.Name); err != nil {
 				return err
 			}
 		}
 	}
-	dvs := &cdiv1.DataVolumeList{}
-	if err := r.Client.List(ctx, dvs, client.InNamespace(cron.Namespace), sel); err != nil {
-		return err
-	}
+	dvs.Items = slices.DeleteFunc(dvs.Items, func(dv cdiv1.DataVolume) bool { return dv.DeletionTimestamp != nil })
 	if len(dvs.Items) <= keep {
 		return nil
 	}

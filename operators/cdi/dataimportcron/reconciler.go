@@ -37,8 +37,9 @@ type Reconciler struct {
 // collection), the poll when due, a new import when the digest changed,
 // the conditions, then the cron's metadata and status written when they
 // changed. A cron that is gone has its cleanup-labelled objects deleted.
-// Errors of the API server are returned (retried with backoff); a failed
-// poll is an event and a retry after Options.RetryAfter.
+// Errors of the API server are returned (retried with backoff), conflicts
+// requeued at once; a failed poll is an event and a retry after
+// Options.RetryAfter.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	cron := &cdiv1.DataImportCron{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cron); err != nil {
@@ -53,7 +54,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ok, err := r.manages(ctx, cron); !ok || err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.update(ctx, cron)
+	res, err := r.update(ctx, cron)
+	switch {
+	case apierrors.IsConflict(err):
+		// A write raced another (the cache behind the cron's own last
+		// write, or the DataVolume controller's on the PVC): again, at
+		// once, from what the cache has then.
+		return reconcile.Result{Requeue: true}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	return res, nil
 }
 
 // update is CDI's update for the pvc source format.
