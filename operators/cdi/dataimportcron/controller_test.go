@@ -208,11 +208,13 @@ func TestDataImportCron(t *testing.T) {
 	var dvs []string
 	dvs = append(dvs, dv1)
 	for i := range 2 {
+		start := time.Now()
 		d := e.push("disks/fedora:latest")
 		dv := e.imported("fedora-cron", "fedora", "disks/fedora", d)
+		seen := time.Since(start)
 		e.upToDate("fedora-cron", "fedora", dv)
 		dvs = append(dvs, dv)
-		t.Logf("import %d: %s", i+2, dv)
+		t.Logf("import %d: %s created %v after the push (schedule @every 1s), DataSource moved %v after it", i+2, dv, seen.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
 	want := slices.Sorted(slices.Values(dvs[1:]))
 	var got []string
@@ -229,6 +231,37 @@ func TestDataImportCron(t *testing.T) {
 	}
 	if got := e.labelled("fedora-cron", &cdiv1.DataVolumeList{}); !slices.Equal(got, want) {
 		t.Errorf("DataVolumes %v after polls of an unchanged tag, want %v", got, want)
+	}
+}
+
+// TestPollFailure: a registry that cannot be reached is a Warning event
+// DigestPollFailed naming it, no import, and UpToDate=False NoDigest.
+func TestPollFailure(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.host = "127.0.0.1:1"
+	e.cron("down", "down", "disks/none:1", nil, nil)
+	var ev corev1.Event
+	controlplane.Eventually(t, 30*time.Second, func() bool {
+		list := &corev1.EventList{}
+		must(t, e.c.List(ctx, list, client.InNamespace("golden")))
+		for _, i := range list.Items {
+			if i.InvolvedObject.Name == "down" && i.Reason == "DigestPollFailed" {
+				ev = i
+				return true
+			}
+		}
+		return false
+	})
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, "127.0.0.1:1/disks/none:1") {
+		t.Errorf("event %s %q, want a Warning naming the image", ev.Type, ev.Message)
+	}
+	controlplane.Eventually(t, 10*time.Second, func() bool {
+		u := dataimportcron.FindCondition(e.getCron("down"), cdiv1.DataImportCronUpToDate)
+		return u != nil && u.Status == corev1.ConditionFalse && u.Reason == dataimportcron.ReasonNoDigest
+	})
+	if got := e.labelled("down", &cdiv1.DataVolumeList{}); len(got) != 0 {
+		t.Errorf("DataVolumes %v of an unreachable registry", got)
 	}
 }
 
