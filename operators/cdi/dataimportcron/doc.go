@@ -40,7 +40,10 @@
 //     it is left alone with a Warning event ErrDataSourceAlreadyManaged)
 //     gets spec.source.pvc of it, and the imports beyond
 //     spec.importsToKeep (default 3) are deleted, least recently used
-//     first, unless spec.garbageCollect is Never.
+//     first, unless spec.garbageCollect is Never. A PVC not yet touched
+//     is as recent as its DataVolume (CDI's PVCs inherit the
+//     DataVolume's lastUseTime; converge's DataVolume controller copies
+//     labels only), and objects already being deleted do not count.
 //   - Conditions. Progressing (ImportScheduled, ImportProgressing,
 //     NoImport, or the DataVolume's phase) and UpToDate (NoDigest,
 //     Outdated, ImportProgressing, UpToDate) with CDI's reasons and
@@ -58,6 +61,11 @@
 // NoDigest unless something else sets the desired-digest annotation.
 // A poll that fails is retried after Options.RetryAfter with a Warning
 // event DigestPollFailed; nextCronTime is not advanced until it works.
+//
+// The DataVolume's import itself is the cdi-importer node agent's
+// (nodeplane/cdi/importcontroller); cdi.kubevirt.io/storage.bind.immediate.requested
+// is set as CDI sets it, but converge's DataVolume controller places
+// WaitForFirstConsumer imports on an importer node itself either way.
 //
 // Differences from CDI: status is written through the status subresource
 // (converge's CRDs have one; CDI updates the whole object), no
