@@ -53,6 +53,17 @@ func (c contentSource) String() string {
 	return "none"
 }
 
+// key is the pending key of the source (see checkPending), "" for none.
+func (c contentSource) key() string {
+	switch {
+	case c.volumeID != "":
+		return volumeKey(c.volumeID)
+	case c.snapshotID != "":
+		return snapshotKey(c.snapshotID)
+	}
+	return ""
+}
+
 // csi is the VolumeContentSource of c for a response, nil for no source.
 func (c contentSource) csi() *csi.VolumeContentSource {
 	switch {
@@ -136,4 +147,25 @@ func copyStatus(err error) error {
 		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
+}
+
+// createCopy creates record m in pool (or snapshot store) p like
+// p.create, running fill (when not nil) without the driver's lock, with m
+// and the source key srcKey marked pending (see copyUnlocked). The caller
+// holds the lock.
+func (d *Driver) createCopy(p *pool, m *volumeMeta, fill fillFunc, srcKey string) error {
+	if fill == nil {
+		return p.create(m, nil)
+	}
+	if err := p.begin(m); err != nil {
+		return err
+	}
+	key := volumeKey(m.ID)
+	if p.kind == "snapshot" {
+		key = snapshotKey(m.ID)
+	}
+	if err := d.copyUnlocked([]string{key, srcKey}, func() error { return p.fill(m, fill) }); err != nil {
+		return err
+	}
+	return p.finish(m)
 }

@@ -88,6 +88,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkPending(volumeKey(name)); err != nil {
+		return nil, err
+	}
 	p, err := d.poolByName(req.GetParameters())
 	if err != nil {
 		return nil, err
@@ -133,7 +136,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 		return nil, status.Errorf(codes.OutOfRange, "volume %s: %d bytes requested, pool %s has %d bytes available", name, size, p.Name, avail)
 	}
 	m := &volumeMeta{ID: name, Pool: p.Name, CapacityBytes: size, AccessType: access, SourceVolumeID: source.volumeID, SourceSnapshotID: source.snapshotID}
-	if err := p.create(m, fill); err != nil {
+	if err := d.createCopy(p, m, fill, source.key()); err != nil {
 		return nil, copyStatus(err)
 	}
 	return &csi.CreateVolumeResponse{Volume: d.csiVolume(m)}, nil
@@ -149,6 +152,9 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkPending(volumeKey(req.GetVolumeId())); err != nil {
+		return nil, err
+	}
 	p, m, err := d.lookup(req.GetVolumeId())
 	if status.Code(err) == codes.NotFound {
 		return &csi.DeleteVolumeResponse{}, nil

@@ -21,12 +21,18 @@ import (
 
 // Driver is a running hostpath CSI driver: the open pools and the three CSI
 // services. All RPCs are serialized by one lock (they are short filesystem
-// operations), so concurrent calls for one volume cannot interleave.
+// operations), so concurrent calls for one volume cannot interleave; only
+// the data copy of a clone, restore or snapshot runs without it, its
+// records marked in pending (see copyUnlocked).
 type Driver struct {
-	opts  Options
-	pools []*pool
-	log   *slog.Logger
-	mu    sync.Mutex
+	opts    Options
+	pools   []*pool
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending map[string]int // copies running into or out of a volume or snapshot key
+	// copyHook, when set (by tests), runs at the start of every unlocked
+	// copy.
+	copyHook func()
 }
 
 // New validates opts and opens (creating when missing) every pool
@@ -36,7 +42,7 @@ func New(opts Options) (*Driver, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Driver{opts: opts, log: slog.Default().With("driver", opts.DriverName, "node", opts.NodeID)}
+	d := &Driver{opts: opts, log: slog.Default().With("driver", opts.DriverName, "node", opts.NodeID), pending: map[string]int{}}
 	for _, p := range opts.Pools {
 		op, err := openPool(p)
 		if err != nil {

@@ -37,6 +37,9 @@ func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.Co
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkPending(volumeKey(req.GetVolumeId())); err != nil {
+		return nil, err
+	}
 	p, m, err := d.lookupReady(req.GetVolumeId())
 	if err != nil {
 		return nil, err

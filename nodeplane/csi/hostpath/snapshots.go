@@ -64,6 +64,9 @@ func (s *controllerServer) CreateSnapshot(_ context.Context, req *csi.CreateSnap
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkPending(snapshotKey(name)); err != nil {
+		return nil, err
+	}
 	existing, err := d.lookupSnapshot(name)
 	switch {
 	case err == nil:
@@ -98,7 +101,7 @@ func (s *controllerServer) CreateSnapshot(_ context.Context, req *csi.CreateSnap
 		ID: name, Pool: p.Name, CapacityBytes: src.CapacityBytes, AccessType: src.AccessType,
 		SourceVolumeID: src.ID, CreationTime: time.Now().UTC(),
 	}
-	if err := store.create(m, copyFrom(p, src)); err != nil {
+	if err := d.createCopy(store, m, copyFrom(p, src), volumeKey(src.ID)); err != nil {
 		return nil, copyStatus(err)
 	}
 	return &csi.CreateSnapshotResponse{Snapshot: csiSnapshot(m)}, nil
@@ -115,6 +118,9 @@ func (s *controllerServer) DeleteSnapshot(_ context.Context, req *csi.DeleteSnap
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.checkPending(snapshotKey(req.GetSnapshotId())); err != nil {
+		return nil, err
+	}
 	r, err := d.lookupSnapshot(req.GetSnapshotId())
 	if status.Code(err) == codes.NotFound {
 		return &csi.DeleteSnapshotResponse{}, nil

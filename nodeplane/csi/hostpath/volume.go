@@ -147,14 +147,29 @@ func (p *pool) what() string {
 // fillFunc writes the initial content of a new volume or snapshot into its
 // data: the open, empty data directory (filesystem) or disk file opened
 // read-write (block). A block fill may leave the file shorter than the
-// capacity: create extends it.
+// capacity: finish extends it.
 type fillFunc func(data *os.File) error
 
 // create makes the directory, metadata and data of a new volume (empty, or
-// written by fill when not nil); m.State is set to Ready on success. A
-// failure part-way leaves a Creating record that a retry or DeleteVolume
-// cleans up.
+// written by fill when not nil): begin, fill, finish. m.State is Ready on
+// success. A failure part-way leaves a Creating record that a retry or
+// DeleteVolume cleans up.
 func (p *pool) create(m *volumeMeta, fill fillFunc) error {
+	if err := p.begin(m); err != nil {
+		return err
+	}
+	if fill != nil {
+		if err := p.fill(m, fill); err != nil {
+			return err
+		}
+	}
+	return p.finish(m)
+}
+
+// begin makes the directory of m with a Creating record and empty data (an
+// empty disk file, or a world-writable data directory), replacing what an
+// earlier failed attempt left.
+func (p *pool) begin(m *volumeMeta) error {
 	if err := p.root.Mkdir(m.ID, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 	}
@@ -170,11 +185,40 @@ func (p *pool) create(m *volumeMeta, fill fillFunc) error {
 		if err != nil {
 			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
 		}
-		if fill != nil {
-			if err := fill(f); err != nil {
-				f.Close()
-				return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
-			}
+		return f.Close()
+	}
+	if err := p.root.Mkdir(m.dataPath(), 0o777); err != nil {
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+	}
+	// Pods run as any UID: the data directory is world-writable, as in
+	// upstream hostpath drivers (the umask would otherwise narrow it).
+	if err := p.root.Chmod(m.dataPath(), 0o777); err != nil {
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+	}
+	return nil
+}
+
+// fill runs fill on the data begin made for m, opened through the root (a
+// disk file read-write).
+func (p *pool) fill(m *volumeMeta, fill fillFunc) error {
+	f, err := p.openData(m, os.O_RDWR)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := fill(f); err != nil {
+		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
+	}
+	return nil
+}
+
+// finish sizes a block volume's disk file to its capacity (sparse) and
+// records m as Ready.
+func (p *pool) finish(m *volumeMeta) error {
+	if m.AccessType == accessBlock {
+		f, err := p.openData(m, os.O_RDWR)
+		if err != nil {
+			return err
 		}
 		err = f.Truncate(m.CapacityBytes)
 		if cerr := f.Close(); err == nil {
@@ -183,36 +227,9 @@ func (p *pool) create(m *volumeMeta, fill fillFunc) error {
 		if err != nil {
 			return fmt.Errorf("storage pool %s: %s %s: sizing %s to %d bytes: %w", p.Name, p.what(), m.ID, diskFile, m.CapacityBytes, err)
 		}
-	} else {
-		if err := p.root.Mkdir(m.dataPath(), 0o777); err != nil {
-			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
-		}
-		// Pods run as any UID: the data directory is world-writable, as in
-		// upstream hostpath drivers (the umask would otherwise narrow it).
-		if err := p.root.Chmod(m.dataPath(), 0o777); err != nil {
-			return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
-		}
-		if fill != nil {
-			if err := p.fillDir(m, fill); err != nil {
-				return err
-			}
-		}
 	}
 	m.State = stateReady
 	return p.write(m)
-}
-
-// fillDir runs fill on the new data directory of m, opened through the root.
-func (p *pool) fillDir(m *volumeMeta, fill fillFunc) error {
-	dir, err := p.openData(m, os.O_RDONLY)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	if err := fill(dir); err != nil {
-		return fmt.Errorf("storage pool %s: %s %s: %w", p.Name, p.what(), m.ID, err)
-	}
-	return nil
 }
 
 // remove deletes volume m: it marks it Deleting, then removes its directory
