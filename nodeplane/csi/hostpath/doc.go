@@ -25,7 +25,9 @@
 // sparse copies otherwise (SEEK_DATA/SEEK_HOLE + copy_file_range): holes
 // stay holes. A filesystem volume's tree is copied entry by entry with
 // O_NOFOLLOW, symlinks as symlinks. Snapshots of a volume in use are
-// crash-consistent per file, not frozen. ControllerExpandVolume grows a
+// crash-consistent per file, not frozen. The copy runs without the
+// driver's lock; until it ends, deleting or expanding its source or target
+// is Aborted (retry). ControllerExpandVolume grows a
 // block volume's disk file and its attached loop devices at once (online);
 // a filesystem volume, a directory without quota, only records the new
 // capacity. Volumes never shrink.
