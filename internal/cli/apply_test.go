@@ -48,8 +48,8 @@ func TestApplyDiff(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply exit %d:\n%s", code, out)
 	}
-	if n := rows(out, "created"); n != 27 {
-		t.Errorf("first apply created %d objects, want 27 (20 CRDs, Namespace, HyperConverged, PriorityClass, KubeVirt, CDI, NetworkAddonsConfig, HostPathProvisioner: native mode derives no MigController or FileRestoreOperator)\n%s", n, out)
+	if n := rows(out, "created"); n != 26 {
+		t.Errorf("first apply created %d objects, want 26 (19 CRDs, Namespace, HyperConverged, PriorityClass, KubeVirt, CDI, NetworkAddonsConfig, HostPathProvisioner: native mode derives no MigController or FileRestoreOperator)\n%s", n, out)
 	}
 	if !strings.Contains(out, "Available          False") || !strings.Contains(out, "resource has no conditions") {
 		t.Errorf("apply output lacks the HC conditions:\n%s", out)
