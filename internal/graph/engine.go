@@ -32,6 +32,15 @@ type Engine struct {
 	// conversion, when set, makes CRDs with alsoServed versions serve them
 	// through this conversion webhook (see EnableConversion).
 	conversion *apiextensionsv1.WebhookClientConfig
+
+	// normalized and derivation are the graph's #Normalized and
+	// #Derivation, the two halves of #Graph a render evaluates (derive).
+	normalized, derivation cue.Value
+	// cueDigest is the SHA-256 of the embedded CUE module (cueDigest), a
+	// part of every renderCache key.
+	cueDigest [32]byte
+	// cache keeps the last derivations (renderCache).
+	cache *renderCache
 }
 
 // NewEngine loads and builds the embedded CUE module (schema and
@@ -49,7 +58,15 @@ func NewEngine() (*Engine, error) {
 			return nil, fmt.Errorf("building embedded CUE %s: %w", inst.ImportPath, Format(err))
 		}
 	}
-	return &Engine{sem: make(chan struct{}, 1), ctx: ctx, schema: vals[0], graph: vals[1]}, nil
+	digest, err := moduleDigest(converge.CUE)
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded CUE: %w", err)
+	}
+	e := &Engine{sem: make(chan struct{}, 1), ctx: ctx, schema: vals[0], graph: vals[1],
+		cueDigest: digest, cache: newRenderCache(DefaultRenderCacheSize)}
+	e.normalized = e.graph.LookupPath(cue.MakePath(cue.Def("#Normalized")))
+	e.derivation = e.graph.LookupPath(cue.MakePath(cue.Def("#Derivation")))
+	return e, nil
 }
 
 // Lock takes the engine's lock and returns its release: a cue.Context is

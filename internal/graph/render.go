@@ -166,6 +166,55 @@ func (e *Engine) render(ctx context.Context, cfg *config.Config, in Inputs) (*Re
 	if err := checkListBounds(hc); err != nil {
 		return nil, err
 	}
+	r, err := e.derive(hc, cfg.HostPathProvisioner, in.Facts)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range crds {
+		r.CRDs = append(r.CRDs, c.Object.DeepCopy())
+	}
+	if err := r.order(); err != nil {
+		return nil, err
+	}
+	if err := e.addWorkloads(cfg, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// derive validates the HC document hc (its operators mode written by
+// withMode) and the HPP document hppDoc (when it exists) and derives the
+// graph for them and facts: the nodes, unordered, and the rest of the
+// graph's output, without the CRDs and the workloads. A derivation of the
+// same inputs (renderKey) comes from the engine's cache; otherwise the
+// graph is evaluated in its two halves (deriveFast) and, when that fails,
+// as a whole (deriveGraph), whose error names the config's file, line and
+// field path as a render always has. Errors are not cached: they name
+// files.
+func (e *Engine) derive(hc, hppDoc cue.Value, facts map[string]any) (*Rendered, error) {
+	key, cacheable := renderKey(e.cueDigest, hc, hppDoc, facts)
+	if cacheable {
+		if r := e.cache.get(key); r != nil {
+			return r, nil
+		}
+	}
+	r, err := e.deriveFast(hc, hppDoc, facts)
+	if err != nil {
+		if r, err = e.deriveGraph(hc, hppDoc, facts); err != nil {
+			return nil, err
+		}
+	}
+	if cacheable {
+		e.cache.put(key, r)
+	}
+	return r, nil
+}
+
+// deriveGraph is derive by evaluating #Graph as a whole with hc, facts and
+// hppDoc: the HC's schema errors name the config's paths and positions,
+// and an error of the derivation names the config's position of the value
+// it concerns. It takes several times deriveFast's time.
+func (e *Engine) deriveGraph(hc, hppDoc cue.Value, facts map[string]any) (*Rendered, error) {
 	// The graph gets the document as written and unifies it with
 	// #HyperConverged itself, once: validating it separately first would
 	// evaluate the schema twice (and unifying an already-validated value
@@ -180,26 +229,19 @@ func (e *Engine) render(ctx context.Context, cfg *config.Config, in Inputs) (*Re
 		}
 		return nil, Format(err)
 	}
-	fv, err := e.Facts(in.Facts)
+	fv, err := e.Facts(facts)
 	if err != nil {
 		return nil, err
 	}
 	g = g.FillPath(cue.ParsePath("facts"), fv)
-	if cfg.HostPathProvisioner.Exists() {
-		hpp, err := e.validate(cfg.HostPathProvisioner, "#HostPathProvisioner")
+	if hppDoc.Exists() {
+		hpp, err := e.validate(hppDoc, "#HostPathProvisioner")
 		if err != nil {
 			return nil, err
 		}
 		g = g.FillPath(cue.ParsePath("hostPathProvisioner"), hpp)
 	}
-	r, err := e.decodeGraph(g, g.LookupPath(cue.ParsePath("v1")), crds)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.addWorkloads(cfg, r); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return decodeGraph(g, g.LookupPath(cue.ParsePath("v1")))
 }
 
 // Facts validates facts against #ClusterFacts and returns them with the
@@ -310,7 +352,10 @@ func (e *Engine) validate(doc cue.Value, def string) (cue.Value, error) {
 	return v, nil
 }
 
-func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
+// decodeGraph decodes the evaluated graph g, whose v1 HyperConverged is
+// hc: its nodes (unordered), the HyperConverged, and the rest of the
+// graph's output; it fails with the graph's refusals or errors.
+func decodeGraph(g, hc cue.Value) (*Rendered, error) {
 	var refusals []string
 	if err := g.LookupPath(cue.ParsePath("refusals")).Decode(&refusals); err != nil {
 		return nil, Format(err)
@@ -359,13 +404,6 @@ func (e *Engine) decodeGraph(g, hc cue.Value, crds []*CRD) (*Rendered, error) {
 	}
 	delete(hcObj, "status")
 	r.HyperConverged = &unstructured.Unstructured{Object: hcObj}
-
-	for _, c := range crds {
-		r.CRDs = append(r.CRDs, c.Object.DeepCopy())
-	}
-	if err := r.order(); err != nil {
-		return nil, err
-	}
 	sort.Strings(r.Tainted)
 	return r, nil
 }
