@@ -120,6 +120,7 @@ fuzz: $(BIN)/cue
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzPushRef$$' -fuzztime 20000x ./gitops/receiver
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzSignature$$' -fuzztime 5000x ./gitops/receiver
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzVolumeID$$' -fuzztime 2000x ./nodeplane/csi/hostpath
+	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzSnapshotID$$' -fuzztime 1000x ./nodeplane/csi/hostpath
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzVMAdmission$$' -fuzztime 50000x ./operators/virt/vmadmission
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime 20x ./internal/graph
 
@@ -145,6 +146,7 @@ bench: controlplane cni
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/network/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
+	$(GO) test -run '^$$' -bench '^BenchmarkClone$$' -benchtime 5x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 	$(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/

@@ -68,6 +68,7 @@ import (
 	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
+	"github.com/converge-dev/converge/operators/cdi/dataimportcron"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
@@ -167,7 +168,7 @@ func run() error {
 	)
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; DataImportCrons polling registries into DataVolumes and DataSources; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -296,6 +297,12 @@ func run() error {
 		dvo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleController) }
 		dvo.CDI = cdioperator.Active(mgr.GetClient())
 		if err := datavolume.Setup(mgr, dvo); err != nil {
+			return err
+		}
+		dico := dataimportcron.DefaultOptions()
+		dico.Gate = dvo.Gate
+		dico.CDI = cdioperator.Active(mgr.GetClient())
+		if err := dataimportcron.Setup(mgr, dico); err != nil {
 			return err
 		}
 		if err := setupCDIAPI(mgr, cdiAPI, cdiGates, certs, ep.Service, kubeconfigFlag(), wh.namespace()); err != nil {
