@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,28 +31,6 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/reconciler"
 )
-
-// BenchmarkRender renders the example config (validation, derivation,
-// jsonpatch, ordering); the CRDs are generated once per engine and cached.
-func BenchmarkRender(b *testing.B) {
-	e, err := graph.NewEngine()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := e.LoadConfig(filepath.Join("..", "..", "testdata", "example"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := e.CRDs(); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := e.Render(cfg, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
 
 // counter counts the HTTP requests a client sends.
 type counter struct {
