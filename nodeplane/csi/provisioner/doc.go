@@ -26,4 +26,22 @@
 // answer, access modes and volume mode from the claim, reclaim policy and
 // mount options from the StorageClass, node affinity from the volume's
 // accessible topology.
+//
+// Clones. A claim whose spec.dataSource (or spec.dataSourceRef, same
+// namespace only) is a PersistentVolumeClaim gets a CSI clone of that
+// claim's volume: CreateVolume with the source volume as content source
+// (the driver copies by reflink, else sparse copy), checked first as
+// csi-provisioner's getPVCSource does: the source Bound, not being deleted,
+// bound to a PV of this driver, of the same volume mode, and its request
+// not above the clone's. The volumes are node-local, so a clone is made
+// only on its source's node: a clone whose selected node is another node
+// is refused there (InvalidArgument: a ProvisioningFailed event naming
+// both nodes, retried slowly, never rescheduled). A source not ready yet
+// is retried with the library's backoff. There is no cloning-protection
+// finalizer on the source (csi-provisioner's CloningProtectionController):
+// the copy runs inside the synchronous in-process CreateVolume, and the
+// driver answers Aborted to deleting a volume being copied from, so the
+// source's volume outlives the copy anyway. A VolumeSnapshot data source
+// is refused (restore is not provisioned here); any other kind is left to
+// its volume populator.
 package provisioner

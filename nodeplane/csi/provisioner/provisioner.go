@@ -85,7 +85,9 @@ func (p *Provisioner) SupportsBlock(context.Context) bool { return p.opts.Suppor
 // binding, or an access mode the driver refuses, is a final
 // InvalidArgument (the library emits a ProvisioningFailed event and
 // retries slowly); a claim selected for another node is ignored; a pool
-// without room asks the scheduler for another node (Reschedule).
+// without room asks the scheduler for another node (Reschedule), except
+// for a clone, which only its source's node can hold. A claim whose data
+// source is a PVC is a clone of its volume (see cloneSource).
 func (p *Provisioner) Provision(ctx context.Context, o controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	claim, class := o.PVC, o.StorageClass
 	if class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
@@ -103,8 +105,13 @@ func (p *Provisioner) Provision(ctx context.Context, o controller.ProvisionOptio
 	if err != nil {
 		return nil, controller.ProvisioningFinished, status.Error(codes.InvalidArgument, err.Error())
 	}
+	source, state, err := p.contentSource(ctx, claim)
+	if err != nil {
+		return nil, state, err
+	}
 	top := &csi.Topology{Segments: p.segments}
 	resp, err := p.opts.Controller.CreateVolume(ctx, &csi.CreateVolumeRequest{
+		VolumeContentSource:       source,
 		Name:                      o.PVName,
 		CapacityRange:             &csi.CapacityRange{RequiredBytes: req.Value()},
 		VolumeCapabilities:        caps,
@@ -114,10 +121,18 @@ func (p *Provisioner) Provision(ctx context.Context, o controller.ProvisionOptio
 	if err != nil {
 		st := status.Convert(err)
 		err = status.Errorf(st.Code(), "PersistentVolumeClaim %s/%s: volume %s on node %s: CSI CreateVolume: %s", claim.Namespace, claim.Name, o.PVName, p.nodeID, st.Message())
-		if c := st.Code(); c == codes.OutOfRange || c == codes.ResourceExhausted {
+		if c := st.Code(); source == nil && (c == codes.OutOfRange || c == codes.ResourceExhausted) {
 			return nil, controller.ProvisioningReschedule, err
 		}
 		return nil, controller.ProvisioningFinished, err
+	}
+	if source != nil && resp.GetVolume().GetContentSource() == nil {
+		// csi-provisioner's check: a volume made empty is no clone.
+		err := fmt.Errorf("PersistentVolumeClaim %s/%s: volume %s: CSI CreateVolume answered without the content source", claim.Namespace, claim.Name, o.PVName)
+		if _, derr := p.opts.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: resp.GetVolume().GetVolumeId()}); derr != nil {
+			err = fmt.Errorf("%w; deleting it: %v", err, derr)
+		}
+		return nil, controller.ProvisioningInBackground, err
 	}
 	return buildPV(o.PVName, p.driver, claim, class, resp.GetVolume()), controller.ProvisioningFinished, nil
 }

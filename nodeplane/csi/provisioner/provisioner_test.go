@@ -30,7 +30,10 @@ const (
 
 type fixture struct {
 	c    client.Client
+	cs   kubernetes.Interface
 	pool string
+	// pools maps each started node to its pool "local".
+	pools map[string]string
 }
 
 // start runs the control plane with kube-controller-manager's PV
@@ -39,48 +42,59 @@ type fixture struct {
 func start(t *testing.T) *fixture {
 	t.Helper()
 	env, c := controlplane.StartWithControllerManagerForTest(t, controlplane.PersistentVolumeControllers...)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{c: c, cs: cs, pools: map[string]string{}}
+	f.pool = f.startNode(t, node)
+	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
+	del := corev1.PersistentVolumeReclaimDelete
+	f.mk(t, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: wffcClass}, Provisioner: hostpath.DefaultDriverName,
+		Parameters: map[string]string{"storagePool": "local"}, VolumeBindingMode: &wffc, ReclaimPolicy: &del})
+	f.mk(t, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-immediate"}, Provisioner: hostpath.DefaultDriverName,
+		Parameters: map[string]string{"storagePool": "local"}, VolumeBindingMode: &immediate})
+	return f
+}
+
+func (f *fixture) mk(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := f.c.Create(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startNode creates Node n and runs a hostpath driver for it with pools
+// "local" and "other" and its provisioner until t's cleanup; it gives the
+// path of pool "local".
+func (f *fixture) startNode(t *testing.T, n string) string {
+	t.Helper()
 	dir := t.TempDir()
 	pool := filepath.Join(dir, "pool")
 	opts := hostpath.DefaultOptions()
 	opts.Endpoint = "unix://" + filepath.Join(dir, "csi.sock")
-	opts.NodeID = node
+	opts.NodeID = n
 	opts.Pools = []hostpath.Pool{{Name: "local", Path: pool}, {Name: "other", Path: filepath.Join(dir, "other")}}
 	d, err := hostpath.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	po := provisioner.DefaultOptions()
-	po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
+	po.Client, po.Identity, po.Controller, po.Node = f.cs, d.Identity(), d.Controller(), d.Node()
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := provisioner.New(ctx, po)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name() != hostpath.DefaultDriverName || p.NodeID() != node {
-		t.Fatalf("provisioner name/node = %s/%s, want %s/%s", p.Name(), p.NodeID(), hostpath.DefaultDriverName, node)
+	if p.Name() != hostpath.DefaultDriverName || p.NodeID() != n {
+		t.Fatalf("provisioner name/node = %s/%s, want %s/%s", p.Name(), p.NodeID(), hostpath.DefaultDriverName, n)
 	}
 	done := make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; d.Close() })
-
-	mk := func(o client.Object) {
-		t.Helper()
-		if err := c.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{hostpath.TopologyKey: node}}})
-	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
-	del := corev1.PersistentVolumeReclaimDelete
-	mk(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: wffcClass}, Provisioner: hostpath.DefaultDriverName,
-		Parameters: map[string]string{"storagePool": "local"}, VolumeBindingMode: &wffc, ReclaimPolicy: &del})
-	mk(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-immediate"}, Provisioner: hostpath.DefaultDriverName,
-		Parameters: map[string]string{"storagePool": "local"}, VolumeBindingMode: &immediate})
-	return &fixture{c: c, pool: pool}
+	f.mk(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{hostpath.TopologyKey: n}}})
+	f.pools[n] = pool
+	return pool
 }
 
 func (f *fixture) claim(t *testing.T, name, class, size string, block bool) *corev1.PersistentVolumeClaim {
