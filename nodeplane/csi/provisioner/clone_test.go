@@ -166,4 +166,6 @@ func TestCloneRefusals(t *testing.T) {
 	}
 }
 
-func clientKey(o *corev1.PersistentVolumeClaim) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+func clientKey(o *corev1.PersistentVolumeClaim) client.ObjectKey {
+	return client.ObjectKeyFromObject(o)
+}
