@@ -109,6 +109,16 @@ func TestEvaluate(t *testing.T) {
 			{"name":"b","path":"jsonpath::.spec.domain.cpu.cores","rule":"integer","message":"ok cores","min":1},
 			{"name":"c","path":"jsonpath::.spec.domain.cpu.sockets","rule":"integer","message":"sockets","min":2}]`, cpu4, false,
 			"cores: value 4 is higher than maximum [2], sockets: value 1 is lower than minimum [2]", nil},
+		{"index past the VM's list read from the reference VM", `[{"name":"n","path":"jsonpath::.spec.domain.devices.disks[5].name","rule":"string","message":"sixth disk named","minLength":1}]`, virtio, false,
+			"sixth disk named: Lengths of some strings are not in interval [1, N/A]", nil},
+		{"bound with several values", `[{"name":"c","path":"jsonpath::.spec.domain.cpu.cores","rule":"integer","message":"cores","max":"jsonpath::.spec.domain.devices.disks[*].bootOrder"}]`,
+			`{"domain":{"cpu":{"cores":4},"devices":{"disks":[{"name":"a","bootOrder":1},{"name":"b","bootOrder":2}]}}}`, false,
+			"cores: expected one value, found 2", nil},
+		{"bound from an empty list: no values, not the reference VM's (as upstream)", `[{"name":"c","path":"jsonpath::.spec.domain.cpu.cores","rule":"integer","message":"cores","max":"jsonpath::.spec.domain.devices.disks[*].bootOrder"}]`, cpu4, false,
+			"cores: expected one value, found 0", nil},
+		{"every value checked", `[{"name":"b","path":"jsonpath::.spec.domain.devices.disks[*].bootOrder","rule":"integer","message":"boot order","max":1}]`,
+			`{"domain":{"devices":{"disks":[{"name":"a","bootOrder":1},{"name":"b","bootOrder":2},{"name":"c","bootOrder":3}]}}}`, false,
+			"boot order: value 2 is higher than maximum [1], value 3 is higher than maximum [1]", nil},
 		{"no rules", `[]`, cpu4, true, "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,6 +142,19 @@ func TestEvaluate(t *testing.T) {
 				t.Error("Evaluate modified the VM")
 			}
 		})
+	}
+}
+
+// TestReferenceVM: optional fields allocated, lists sized as upstream.
+func TestReferenceVM(t *testing.T) {
+	ref := tv.ReferenceVM()
+	d := ref.Spec.Template.Spec.Domain
+	if len(d.Devices.Disks) != 64 || len(d.Devices.Interfaces) != 64 || len(d.Devices.Interfaces[0].Ports) != 16 ||
+		d.CPU == nil || d.Memory == nil || d.Memory.Guest == nil || d.Resources.Requests == nil {
+		t.Fatalf("reference VM domain %+v", d)
+	}
+	if tv.ReferenceVM() != ref {
+		t.Error("ReferenceVM built twice")
 	}
 }
 
