@@ -13,9 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
-	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/internal/cli"
@@ -99,19 +97,7 @@ func TestUploadChain(t *testing.T) {
 	if dv.Status.Phase != cdiv1.UploadReady {
 		t.Fatalf("DataVolume %s: phase %s right after the PVC bound, want UploadReady", key, dv.Status.Phase)
 	}
-	steps.wait("upload token signed into an UploadTokenRequest", func() bool {
-		list := &uploadv1.UploadTokenRequestList{}
-		if c.List(ctx, list, client.InNamespace(ns)) != nil {
-			return false
-		}
-		for _, u := range list.Items {
-			if u.Spec.PvcName == key.Name && u.Status.Token != "" {
-				return true
-			}
-		}
-		return false
-	})
-	steps.wait("DataVolume Succeeded (upload streamed and converted on node-a)", func() bool {
+	steps.wait("DataVolume Succeeded (token from the aggregated API, upload streamed and converted on node-a)", func() bool {
 		return getDV() && (dv.Status.Phase == cdiv1.Succeeded || dv.Status.Phase == cdiv1.Failed)
 	})
 	if dv.Status.Phase != cdiv1.Succeeded {

@@ -53,7 +53,8 @@ func aggregatedResources() []apidiscoveryv2.APIResourceDiscovery {
 }
 
 // install serves discovery of the group (/apis, /apis/GROUP,
-// /apis/GROUP/v1, plain and aggregated) and the subresources
+// /apis/GROUP/v1, plain and aggregated), the server's version
+// (/apis/GROUP/v1/version, which virtctl reads) and the subresources
 // (/apis/GROUP/v1/namespaces/...) on gs.
 func (s *server) install(gs *genericapiserver.GenericAPIServer) {
 	gv := metav1.GroupVersionForDiscovery{GroupVersion: GroupVersion.String(), Version: GroupVersion.Version}
@@ -65,5 +66,6 @@ func (s *server) install(gs *genericapiserver.GenericAPIServer) {
 	gs.Handler.NonGoRestfulMux.Handle(prefix, discovery.NewAPIGroupHandler(codecs, group))
 	gs.Handler.NonGoRestfulMux.Handle(prefix+"/"+GroupVersion.Version,
 		discovery.NewAPIVersionHandler(codecs, GroupVersion, discovery.APIResourceListerFunc(apiResources)))
+	gs.Handler.NonGoRestfulMux.Handle(prefix+"/"+GroupVersion.Version+"/version", http.HandlerFunc(s.version))
 	gs.Handler.NonGoRestfulMux.HandlePrefix(prefix+"/"+GroupVersion.Version+"/", http.HandlerFunc(s.serve))
 }

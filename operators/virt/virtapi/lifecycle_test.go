@@ -75,6 +75,13 @@ func applyUserRoles(t *testing.T, c client.Client) {
 // clusterRole unless it is empty.
 func (cl *cluster) user(t *testing.T, name, ns, clusterRole string) *rest.Config {
 	t.Helper()
+	return cl.authUser(t, name, ns, clusterRole).Config()
+}
+
+// authUser is user's client-certificate user itself (KubeConfig gives its
+// kubeconfig file's bytes).
+func (cl *cluster) authUser(t *testing.T, name, ns, clusterRole string) *envtest.AuthenticatedUser {
+	t.Helper()
 	u, err := cl.env.AddUser(envtest.User{Name: name}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,7 @@ func (cl *cluster) user(t *testing.T, name, ns, clusterRole string) *rest.Config
 			t.Fatal(err)
 		}
 	}
-	return u.Config()
+	return u
 }
 
 // vms gives the VirtualMachine client of KubeVirt's generated clientset
