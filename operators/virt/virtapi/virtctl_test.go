@@ -61,7 +61,7 @@ func TestVirtctl(t *testing.T) {
 	// on a failure virtctl reads the server's version (GET
 	// /apis/subresources.kubevirt.io/v1/version) and compares it with its own
 	// (v1.8 against the v1.9 API: it says so)
-	if !strings.Contains(r.Stderr, "Server Version: {v1.9") {
+	if !strings.Contains(r.Stderr, "Server Version: v1.9") {
 		t.Errorf("virtctl did not read the server's version: %s", r.Stderr)
 	}
 
