@@ -27,6 +27,14 @@ const (
 	// (the upload controller; CDI's cdi-uploadproxy only accepts PVCs
 	// carrying it).
 	AnnUploadRequest = "cdi.kubevirt.io/storage.upload.target"
+	// AnnPodReady is "true" while the PVC's upload server takes data (the
+	// DataVolume is UploadReady), else "false", CDI's AnnPodReady, which
+	// virtctl image-upload --pvc waits for.
+	AnnPodReady = "cdi.kubevirt.io/storage.pod.ready"
+	// AnnPodPhase is the phase of the PVC's importer or upload server as a
+	// pod phase (Pending, Running, Succeeded, Failed), CDI's AnnPodPhase,
+	// which virtctl image-upload waits for to become Succeeded.
+	AnnPodPhase = "cdi.kubevirt.io/storage.pod.phase"
 	// AnnCreatedForDataVolume is CDI's marker naming the DataVolume UID a
 	// PVC was created for.
 	AnnCreatedForDataVolume = "cdi.kubevirt.io/createdForDataVolume"

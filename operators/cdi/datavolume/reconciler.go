@@ -142,6 +142,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				pvc.Name, n, cl.source.Namespace, cl.source.Name, cl.node))
 		}
 	}
+	if pvc != nil && pvc.DeletionTimestamp == nil {
+		if err := r.syncPodAnnotations(ctx, dv, pvc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("DataVolume %s: %w", req, err)
+		}
+	}
 	st := ControllerStatus(dv, pvc, wffc)
 	if noNode {
 		st.Conditions = dvapi.SetCondition(st.Conditions, cdiv1.DataVolumeRunning, corev1.ConditionFalse, dvapi.ReasonNoImporterNode,
@@ -242,6 +247,29 @@ func (r *Reconciler) writeStatus(ctx context.Context, dv *cdiv1.DataVolume, st c
 	dv.Status = st
 	if err := r.Client.Status().Update(ctx, dv); err != nil {
 		return fmt.Errorf("DataVolume %s/%s: writing status: %w", dv.Namespace, dv.Name, err)
+	}
+	return nil
+}
+
+// syncPodAnnotations patches the PVC's PodAnnotations to dv's when they
+// differ.
+func (r *Reconciler) syncPodAnnotations(ctx context.Context, dv *cdiv1.DataVolume, pvc *corev1.PersistentVolumeClaim) error {
+	want := PodAnnotations(dv)
+	orig := pvc.DeepCopy()
+	changed := false
+	for k, v := range want {
+		if pvc.Annotations[k] != v {
+			if pvc.Annotations == nil {
+				pvc.Annotations = map[string]string{}
+			}
+			pvc.Annotations[k], changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, pvc, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("setting CDI's pod annotations on PVC %s: %w", pvc.Name, err)
 	}
 	return nil
 }

@@ -58,7 +58,9 @@ func New(o Options) (*Proxy, error) {
 var authHeader = regexp.MustCompile(`(?i)^Bearer\s+([A-Za-z0-9\-\._~\+\/]+)$`)
 
 // ServeHTTP answers GET /healthz with 200 and routes the uploads (see the
-// package doc); other paths are 404, other methods 405.
+// package doc); HEAD on an upload path answers 200 once the token and the
+// route check out (virtctl probes upload-async so), without a body; other
+// paths are 404, other methods 405.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	nodePath, form := "", false
 	switch r.URL.Path {
@@ -77,8 +79,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if r.Method != http.MethodPost && r.Method != http.MethodPut {
-		w.Header().Set("Allow", "POST, PUT")
+	if r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "POST, PUT, HEAD")
 		http.Error(w, fmt.Sprintf("%s %s: expected POST", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
 		return
 	}
@@ -105,6 +107,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, err := endpointOf(r.Context(), p.o.Reader, c.Namespace, c.Name)
 	if err != nil {
 		p.refuse(w, r, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if r.Method == http.MethodHead {
+		// virtctl asks with HEAD whether the path (upload-async) is
+		// served before it uploads: yes, for this token and volume
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	body, size := io.Reader(r.Body), r.ContentLength
