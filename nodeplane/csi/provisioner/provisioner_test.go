@@ -20,6 +20,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
+	"github.com/converge-dev/converge/nodeplane/csi/resizer"
 )
 
 const (
@@ -38,7 +39,8 @@ type fixture struct {
 
 // start runs the control plane with kube-controller-manager's PV
 // controllers, a hostpath driver for node-a with pool "local" (in-process,
-// no socket served: provisioning needs no root) and its provisioner.
+// no socket served: provisioning needs no root), its provisioner and its
+// resizer.
 func start(t *testing.T) *fixture {
 	t.Helper()
 	env, c := controlplane.StartWithControllerManagerForTest(t, controlplane.PersistentVolumeControllers...)
@@ -65,7 +67,7 @@ func (f *fixture) mk(t *testing.T, o client.Object) {
 }
 
 // startNode creates Node n and runs a hostpath driver for it with pools
-// "local" and "other" and its provisioner until t's cleanup; it gives the
+// "local" and "other", its provisioner and its resizer until t's cleanup; it gives the
 // path of pool "local".
 func (f *fixture) startNode(t *testing.T, n string) string {
 	t.Helper()
@@ -89,9 +91,17 @@ func (f *fixture) startNode(t *testing.T, n string) string {
 	if p.Name() != hostpath.DefaultDriverName || p.NodeID() != n {
 		t.Fatalf("provisioner name/node = %s/%s, want %s/%s", p.Name(), p.NodeID(), hostpath.DefaultDriverName, n)
 	}
-	done := make(chan struct{})
+	ro := resizer.DefaultOptions()
+	ro.Client, ro.Identity, ro.Controller, ro.Node = f.cs, d.Identity(), d.Controller(), d.Node()
+	ro.RetryMin = 100 * time.Millisecond
+	r, err := resizer.New(ctx, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, rdone := make(chan struct{}), make(chan struct{})
 	go func() { p.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; d.Close() })
+	go func() { r.Run(ctx); close(rdone) }()
+	t.Cleanup(func() { cancel(); <-done; <-rdone; d.Close() })
 	f.mk(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{hostpath.TopologyKey: n}}})
 	f.pools[n] = pool
 	return pool

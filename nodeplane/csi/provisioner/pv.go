@@ -97,6 +97,14 @@ func nodeAffinity(tops []*csi.Topology) *corev1.VolumeNodeAffinity {
 	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}
 }
 
+// OnNode reports whether PV pv is a volume of a node with the given
+// topology segments (its required node affinity admits them; see
+// affinityMatches): the test the node-local provisioner and resizer use to
+// take only their own node's volumes.
+func OnNode(pv *corev1.PersistentVolume, segments map[string]string) bool {
+	return affinityMatches(pv, segments)
+}
+
 // affinityMatches reports whether a PV's required node affinity admits a
 // node with the given topology segments: some term whose every expression
 // is a key In values the segments satisfy. A PV without node affinity
