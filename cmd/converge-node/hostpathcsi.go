@@ -14,6 +14,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
 	"github.com/converge-dev/converge/nodeplane/csi/registration"
+	"github.com/converge-dev/converge/nodeplane/csi/resizer"
 )
 
 func init() { subcommands = append(subcommands, newHostpathCSICommand) }
@@ -21,7 +22,8 @@ func init() { subcommands = append(subcommands, newHostpathCSICommand) }
 // newHostpathCSICommand is `converge-node hostpath-csi`: the hostpath CSI
 // driver (package nodeplane/csi/hostpath) on a unix socket until SIGTERM,
 // and with --provision or --kubeconfig the node's PVC provisioner (package
-// nodeplane/csi/provisioner) in the same process.
+// nodeplane/csi/provisioner) and PVC resizer (nodeplane/csi/resizer) in the
+// same process.
 func newHostpathCSICommand() *cobra.Command {
 	opts := hostpath.DefaultOptions()
 	var pools, mountedPools []string
@@ -40,7 +42,10 @@ With --provision (or --kubeconfig) it also provisions PersistentVolumes for
 PVCs of StorageClasses whose provisioner is the driver name, when the PVC's
 volume.kubernetes.io/selected-node is this node (WaitForFirstConsumer; the
 role of csi-provisioner --node-deployment next to upstream HPP's plugin),
-and deletes the Released PVs of this node with reclaim policy Delete.
+and deletes the Released PVs of this node with reclaim policy Delete. PVCs
+whose dataSource is a PVC are CSI clones of it (on the source's node only).
+It also expands this node's volumes when a Bound PVC asks for more storage
+(the role of csi-resizer), node step included, in the same process.
 Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.
 
 With --kubelet-registration it also registers the driver with the kubelet,
@@ -141,7 +146,7 @@ container restarts and registers again). Both sockets are removed at exit.`,
 }
 
 // serveHostpath serves d until ctx is done and, when cs is not nil, runs
-// its provisioner beside it, and when reg is not nil, once the CSI socket
+// its provisioner and its resizer beside it, and when reg is not nil, once the CSI socket
 // listens, the kubelet registration; any of them stopping stops all, and
 // a refused registration is the error.
 func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interface, reg *registration.Options) error {
@@ -162,6 +167,16 @@ func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interf
 			return err
 		}
 		wg.Go(func() { defer cancel(); p.Run(ctx) })
+		ro := resizer.DefaultOptions()
+		ro.Client, ro.Identity, ro.Controller, ro.Node = cs, d.Identity(), d.Controller(), d.Node()
+		r, err := resizer.New(ctx, ro)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			lis.Close()
+			return err
+		}
+		wg.Go(func() { defer cancel(); r.Run(ctx) })
 	}
 	regErr := make(chan error, 1)
 	if reg != nil {
