@@ -15,6 +15,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +38,7 @@ import (
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/virtapitest"
+	"github.com/converge-dev/converge/internal/testing/virtctltest"
 	"github.com/converge-dev/converge/nodeplane/vm/console"
 )
 
@@ -136,6 +139,52 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("echo %q, %v", line, err)
 	}
 	_ = conn.Close()
+
+	// the same with the upstream virtctl binary, as a user of a
+	// client-certificate kubeconfig: stdin is not a terminal, so virtctl
+	// copies it as is; Ctrl+] (0x1d) ends the session
+	t.Run("virtctl", func(t *testing.T) {
+		virtctl := virtctltest.Path(t)
+		u, err := env.AddUser(envtest.User{Name: "alice"}, nil)
+		must(t, err)
+		kc, err := u.KubeConfig()
+		must(t, err)
+		kubeconfig := filepath.Join(t.TempDir(), "alice.kubeconfig")
+		must(t, os.WriteFile(kubeconfig, kc, 0o600))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, virtctl, "--kubeconfig", kubeconfig, "console", "testvm", "-n", ns)
+		stdin, err := cmd.StdinPipe()
+		must(t, err)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		start := time.Now()
+		must(t, cmd.Start())
+		out := bufio.NewReader(stdout)
+		readUntil := func(want string) {
+			t.Helper()
+			var seen strings.Builder
+			for !strings.Contains(seen.String(), want) {
+				b, err := out.ReadByte()
+				if err != nil {
+					t.Fatalf("virtctl console: output %q, stderr %q, %v; want %q", seen.String(), stderr.String(), err, want)
+				}
+				seen.WriteByte(b)
+			}
+		}
+		readUntil("console of default_testvm")
+		t.Logf("virtctl console: greeting after %s", time.Since(start))
+		_, err = io.WriteString(stdin, "echo from virtctl\n")
+		must(t, err)
+		readUntil("echo from virtctl")
+		_, err = stdin.Write([]byte{29})
+		must(t, err)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("virtctl console after Ctrl+]: %v, stderr %q", err, stderr.String())
+		}
+	})
 
 	bob := user(t, env, c, "bob", ns, "")
 	for _, tt := range []struct {
