@@ -14,7 +14,9 @@ type Options struct {
 	// on persistentvolumeclaims, storageclasses and persistentvolumes,
 	// create/delete/patch on persistentvolumes, update/patch on
 	// persistentvolumeclaims (the library clears selected-node to
-	// reschedule) and create/patch on events. Required.
+	// reschedule) and create/patch on events; get on
+	// persistentvolumeclaims and persistentvolumes for clones (their
+	// source PVC and its PV). Required.
 	Client kubernetes.Interface
 	// Identity, Controller and Node are the driver's CSI services, called
 	// in-process: GetPluginInfo (the provisioner name), NodeGetInfo (the

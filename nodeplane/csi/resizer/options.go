@@ -10,9 +10,9 @@ import (
 
 // Options configures a Resizer.
 type Options struct {
-	// Client talks to the API server. It needs get/list/watch on
-	// persistentvolumeclaims, persistentvolumes and storageclasses,
-	// update/patch on persistentvolumes, update/patch on
+	// Client talks to the API server. It needs list/watch on
+	// persistentvolumeclaims, persistentvolumes and storageclasses, patch
+	// on persistentvolumes (spec.capacity), update on
 	// persistentvolumeclaims/status and create/patch on events. Required.
 	Client kubernetes.Interface
 	// Identity, Controller and Node are the driver's CSI services, called

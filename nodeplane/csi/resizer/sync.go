@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
@@ -104,9 +105,10 @@ func (r *Resizer) expand(ctx context.Context, pvc *corev1.PersistentVolumeClaim,
 	}
 	size := *resource.NewQuantity(resp.GetCapacityBytes(), resource.BinarySI)
 	if have := pv.Spec.Capacity[corev1.ResourceStorage]; have.Cmp(size) != 0 {
-		npv := pv.DeepCopy()
-		npv.Spec.Capacity[corev1.ResourceStorage] = size
-		if _, err := r.opts.Client.CoreV1().PersistentVolumes().Update(ctx, npv, metav1.UpdateOptions{}); err != nil {
+		// A merge patch of spec.capacity alone (the verb the provisioner
+		// already has on PVs), with the resourceVersion as precondition.
+		patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q},"spec":{"capacity":{"storage":%q}}}`, pv.ResourceVersion, size.String())
+		if _, err := r.opts.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("volume %s expanded to %s, updating its PersistentVolume's capacity: %w", pv.Name, size.String(), err)
 		}
 	}
