@@ -3,9 +3,11 @@ package provisioner_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
+	"github.com/converge-dev/converge/nodeplane/csi/loopdev"
 	"github.com/converge-dev/converge/nodeplane/csi/resizer"
 )
 
@@ -195,5 +198,64 @@ func TestExpandRefusals(t *testing.T) {
 	}
 	if st.Size() != 40<<20 {
 		t.Errorf("disk file %d bytes, want %d (no shrink)", st.Size(), 40<<20)
+	}
+}
+
+// TestExpandPublished: a block volume published on the node (a loop
+// device, as for a running VM's disk) grows under its user when its PVC
+// asks for more: the device has the new size and keeps its bytes, with no
+// kubelet involved (the resizer's in-process node step). Needs root.
+func TestExpandPublished(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CONVERGE_REQUIRE_NODEPLANE") == "1" {
+			t.Fatal("needs root (loop devices) and CONVERGE_REQUIRE_NODEPLANE=1 is set")
+		}
+		t.Skip("needs root (loop devices)")
+	}
+	f := start(t)
+	f.expandable(t)
+	pvc := f.claim(t, "vm-disk", expandClass, "10Mi", true)
+	f.selectNode(t, pvc, node)
+	pv := f.waitBound(t, pvc)
+	ctx := context.Background()
+	d := f.drivers[node]
+	target := filepath.Join(t.TempDir(), "dev")
+	blockCap := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER}}
+	if _, err := d.Node().NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, TargetPath: target, VolumeCapability: blockCap, VolumeContext: pv.Spec.CSI.VolumeAttributes}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := d.Node().NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, TargetPath: target}); err != nil {
+			t.Error(err)
+		}
+	})
+	dev, err := os.OpenFile(target, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if _, err := dev.WriteAt([]byte("before expansion"), 4096); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := f.request(pvc, "64Mi"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCapacity(t, pvc, "64Mi")
+	t.Logf("published block volume: request 10Mi → 64Mi: PVC capacity 64Mi in %s", time.Since(start))
+	n, err := loopdev.Size(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 64<<20 {
+		t.Errorf("published device %d bytes, want %d", n, 64<<20)
+	}
+	buf := make([]byte, 16)
+	if _, err := dev.ReadAt(buf, 4096); err != nil || string(buf) != "before expansion" {
+		t.Errorf("device bytes after expansion %q (%v), want %q", buf, err, "before expansion")
+	}
+	if _, err := dev.WriteAt([]byte("after"), 60<<20); err != nil {
+		t.Errorf("writing past the old end: %v", err)
 	}
 }

@@ -33,8 +33,10 @@ type fixture struct {
 	c    client.Client
 	cs   kubernetes.Interface
 	pool string
-	// pools maps each started node to its pool "local".
-	pools map[string]string
+	// pools maps each started node to its pool "local", drivers to its
+	// driver.
+	pools   map[string]string
+	drivers map[string]*hostpath.Driver
 }
 
 // start runs the control plane with kube-controller-manager's PV
@@ -48,7 +50,7 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{c: c, cs: cs, pools: map[string]string{}}
+	f := &fixture{c: c, cs: cs, pools: map[string]string{}, drivers: map[string]*hostpath.Driver{}}
 	f.pool = f.startNode(t, node)
 	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
 	del := corev1.PersistentVolumeReclaimDelete
@@ -103,7 +105,7 @@ func (f *fixture) startNode(t *testing.T, n string) string {
 	go func() { r.Run(ctx); close(rdone) }()
 	t.Cleanup(func() { cancel(); <-done; <-rdone; d.Close() })
 	f.mk(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{hostpath.TopologyKey: n}}})
-	f.pools[n] = pool
+	f.pools[n], f.drivers[n] = pool, d
 	return pool
 }
 
