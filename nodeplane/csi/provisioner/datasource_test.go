@@ -1,10 +1,15 @@
 package provisioner
 
 import (
+	"context"
+	"errors"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 )
 
 // TestClaimDataSource: dataSource wins over dataSourceRef, a
@@ -40,6 +45,40 @@ func TestClaimDataSource(t *testing.T) {
 			}
 			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestContentSourceKinds: no data source is an empty volume, a
+// VolumeSnapshot is refused (InvalidArgument), a populator's kind is left
+// to its populator (IgnoredError), a nameless source is refused.
+func TestContentSourceKinds(t *testing.T) {
+	snap, pop := "snapshot.storage.k8s.io", "cdi.kubevirt.io"
+	for _, tc := range []struct {
+		name    string
+		ref     *corev1.TypedObjectReference
+		ignored bool
+		code    codes.Code
+	}{
+		{name: "none", code: codes.OK},
+		{name: "snapshot", ref: &corev1.TypedObjectReference{APIGroup: &snap, Kind: "VolumeSnapshot", Name: "s"}, code: codes.InvalidArgument},
+		{name: "populator", ref: &corev1.TypedObjectReference{APIGroup: &pop, Kind: "VolumeImportSource", Name: "i"}, ignored: true},
+		{name: "nameless", ref: &corev1.TypedObjectReference{Kind: "PersistentVolumeClaim"}, code: codes.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"},
+				Spec: corev1.PersistentVolumeClaimSpec{DataSourceRef: tc.ref}}
+			src, _, err := (&Provisioner{}).contentSource(context.Background(), claim)
+			if src != nil {
+				t.Errorf("content source %v, want none", src)
+			}
+			var ign *controller.IgnoredError
+			if tc.ignored != errors.As(err, &ign) {
+				t.Fatalf("error %v, want ignored %v", err, tc.ignored)
+			}
+			if !tc.ignored && status.Code(err) != tc.code {
+				t.Errorf("error %v, want code %s", err, tc.code)
 			}
 		})
 	}
