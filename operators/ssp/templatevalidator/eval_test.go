@@ -205,3 +205,25 @@ func TestParseRules(t *testing.T) {
 		t.Errorf("rules %+v, %v", rules, err)
 	}
 }
+
+// TestEvaluateConcurrently: requests share the reference VM (run with
+// -race); each parses its own rules, whose paths are not safe to share.
+func TestEvaluateConcurrently(t *testing.T) {
+	v := vm(t, noDomain)
+	done := make(chan string)
+	for range 8 {
+		go func() {
+			rules, err := tv.ParseRules(`[{"name":"g","path":"jsonpath::.spec.domain.memory.guest","rule":"integer","message":"guest memory","min":1}]`)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- tv.Evaluate(rules, v).Message()
+		}()
+	}
+	for range 8 {
+		if got := <-done; got != "guest memory: value 0 is lower than minimum [1]" {
+			t.Error(got)
+		}
+	}
+}
