@@ -74,6 +74,7 @@ import (
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/operators/operand"
+	"github.com/converge-dev/converge/operators/ssp/templatevalidator"
 	"github.com/converge-dev/converge/operators/virt/virtapi"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/virtoperator"
@@ -142,29 +143,30 @@ func main() {
 
 func run() error {
 	var (
-		metricsAddr  string
-		probeAddr    string
-		pprofAddr    string
-		receiverAddr string
-		watchNS      string
-		leaderElect  bool
-		leaderNS     string
-		cacheDir     string
-		concurrent   int
-		depRequeue   time.Duration
-		lockdown     synccontroller.Lockdown
-		wh           webhookFlags
-		virt         bool
-		macPool      bool
-		mp           = macpool.DefaultSetupOptions()
-		dataVolumes  bool
-		vmValidation bool
-		virtAPI      bool
-		virtAPIAddr  string
-		virtAPIPort  int
-		cdiAPI       cdiAPIFlags
-		nodeImage    string
-		operandNS    string
+		metricsAddr       string
+		probeAddr         string
+		pprofAddr         string
+		receiverAddr      string
+		watchNS           string
+		leaderElect       bool
+		leaderNS          string
+		cacheDir          string
+		concurrent        int
+		depRequeue        time.Duration
+		lockdown          synccontroller.Lockdown
+		wh                webhookFlags
+		virt              bool
+		macPool           bool
+		mp                = macpool.DefaultSetupOptions()
+		dataVolumes       bool
+		vmValidation      bool
+		templateValidator bool
+		virtAPI           bool
+		virtAPIAddr       string
+		virtAPIPort       int
+		cdiAPI            cdiAPIFlags
+		nodeImage         string
+		operandNS         string
 	)
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
@@ -173,6 +175,7 @@ func run() error {
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md, or a CPU model the KubeVirt CR marks obsolete (needs the webhook server; registered once a native KubeVirt CR exists)")
+	flag.BoolVar(&templateValidator, "template-validator", true, "serve SSP's template validator (a validating webhook): a VirtualMachine created from a template (labels vm.kubevirt.io/template, vm.kubevirt.io/template.namespace) must meet the Template's validations annotation, or its own vm.kubevirt.io/validations (registered once the VirtualMachine CRD exists; needs the webhook server)")
 	flag.BoolVar(&virtAPI, "virt-api", true, "serve the aggregated API subresources.kubevirt.io/v1 (virt-api role: virtualmachines/start, stop, restart and virtualmachineinstances/console for virtctl, KubeVirt's client and converge vm), with the webhook certificate, and register its APIService once a native KubeVirt CR exists (needs the webhook Service and the issued certificate)")
 	flag.StringVar(&virtAPIAddr, "virt-api-bind-address", ":8443", "address the aggregated API subresources.kubevirt.io is served on")
 	flag.IntVar(&virtAPIPort, "virt-api-service-port", 8443, "port of --webhook-service-name in front of --virt-api-bind-address, which the APIService names")
@@ -335,6 +338,11 @@ func run() error {
 		}
 		if err := webhooks.Register(hcowebhook.Webhook(engine, localFacts)); err != nil {
 			return err
+		}
+		if templateValidator {
+			if err := webhooks.Register(templatevalidator.Webhook(templatevalidator.Options{Templates: mgr.GetAPIReader()})); err != nil {
+				return err
+			}
 		}
 	}
 	// The native operators: each consumes the operand CRs marked native
