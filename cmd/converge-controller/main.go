@@ -70,6 +70,7 @@ import (
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/dataimportcron"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
+	"github.com/converge-dev/converge/operators/hco/clidownload"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
@@ -161,6 +162,7 @@ func run() error {
 		dataVolumes       bool
 		vmValidation      bool
 		templateValidator bool
+		cliDownload       clidownload.SetupOptions
 		virtAPI           bool
 		virtAPIAddr       string
 		virtAPIPort       int
@@ -176,6 +178,8 @@ func run() error {
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md, or a CPU model the KubeVirt CR marks obsolete (needs the webhook server; registered once a native KubeVirt CR exists)")
 	flag.BoolVar(&templateValidator, "template-validator", true, "serve SSP's template validator (a validating webhook): a VirtualMachine created from a template (labels vm.kubevirt.io/template, vm.kubevirt.io/template.namespace) must meet the Template's validations annotation, or its own vm.kubevirt.io/validations (registered once the VirtualMachine CRD exists; needs the webhook server)")
+	flag.StringVar(&cliDownload.Dir, "cli-download-dir", "", "directory of converge CLI binaries (<arch>/<os>/converge[.exe], `make cli-binaries`) to serve over HTTPS with the webhook certificate, as HCO's cli-download serves virtctl; empty: not served")
+	flag.StringVar(&cliDownload.BindAddress, "cli-download-bind-address", ":8446", "address of the cli-download server (--cli-download-dir)")
 	flag.BoolVar(&virtAPI, "virt-api", true, "serve the aggregated API subresources.kubevirt.io/v1 (virt-api role: virtualmachines/start, stop, restart and virtualmachineinstances/console for virtctl, KubeVirt's client and converge vm), with the webhook certificate, and register its APIService once a native KubeVirt CR exists (needs the webhook Service and the issued certificate)")
 	flag.StringVar(&virtAPIAddr, "virt-api-bind-address", ":8443", "address the aggregated API subresources.kubevirt.io is served on")
 	flag.IntVar(&virtAPIPort, "virt-api-service-port", 8443, "port of --webhook-service-name in front of --virt-api-bind-address, which the APIService names")
@@ -311,6 +315,15 @@ func run() error {
 		if err := setupCDIAPI(mgr, cdiAPI, cdiGates, certs, ep.Service, kubeconfigFlag(), wh.namespace()); err != nil {
 			return err
 		}
+	}
+	switch {
+	case cliDownload.Dir != "" && certs != nil:
+		cliDownload.Certs = certs
+		if err := clidownload.Setup(mgr, cliDownload); err != nil {
+			return err
+		}
+	case cliDownload.Dir != "":
+		ctrl.Log.Info("cli-download not served: it needs the issued webhook certificate (no --webhook-cert-dir)")
 	}
 	if err := addReceiver(mgr, receiverAddr, r); err != nil {
 		return err
