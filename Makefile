@@ -22,13 +22,14 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-demo ./hack/demo
 
 ## cli-binaries: the converge CLI for linux, darwin and windows on amd64
-## and arm64 (CGO_ENABLED=0) in bin/cli/<arch>/<os>/converge[.exe], the
-## layout converge-controller --cli-download-dir serves (a first darwin
+## and arm64 (CGO_ENABLED=0) in bin/images/build/cli/<arch>/<os>/
+## converge[.exe], which `make images` bakes into the controller image for
+## its cli-download server (make images alone carries linux/<host arch>) (a first darwin
 ## build took 14 min on a loaded 2-core machine with a cold cache)
 CLI_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cli-binaries:
 	for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/cli/$$arch/$$os/converge$$ext ./cmd/converge || exit 1; done
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/images/build/cli/$$arch/$$os/converge$$ext ./cmd/converge || exit 1; done
 
 ## images: bin/images/converge-controller.tar and converge-node.tar,
 ## docker-archive tarballs tagged ghcr.io/converge-dev/<name>:$(VERSION),

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -76,6 +77,11 @@ func run() error {
 		return err
 	}
 	if err := goBuild(ctx, root, o.NodeBinary, "./cmd/converge-node", *version, true); err != nil {
+		return err
+	}
+	// the CLI the controller's cli-download serves, for this platform
+	// (make cli-binaries adds the others beside it)
+	if err := goBuild(ctx, root, filepath.Join(o.CLIDir, runtime.GOARCH, runtime.GOOS, "converge"), "./cmd/converge", *version, false); err != nil {
 		return err
 	}
 	res, err := images.Build(ctx, o)

@@ -107,7 +107,7 @@ func TestRenderControllerOrderAndDefaults(t *testing.T) {
 			t.Errorf("args %v lack %s", args, a)
 		}
 	}
-	if p := servicePorts(m); !slices.Equal(p, []string{"https-webhook", "https-virt-api", "https-cdi-api", "https-uploadproxy", "http-receiver", "http-metrics"}) {
+	if p := servicePorts(m); !slices.Equal(p, []string{"https-webhook", "https-virt-api", "https-cdi-api", "https-uploadproxy", "https-cli-download", "http-receiver", "http-metrics"}) {
 		t.Errorf("Service ports %v", p)
 	}
 }

@@ -45,6 +45,12 @@ type Options struct {
 	Version string
 	// ControllerBinary is converge-controller, built with CGO_ENABLED=0.
 	ControllerBinary string
+	// CLIDir holds the converge CLI binaries the controller image carries
+	// at CLIPath for its cli-download server: <arch>/<os>/converge[.exe],
+	// each built with Version (hack/images builds linux/<host arch>;
+	// `make cli-binaries` adds the others). Required: it must hold at
+	// least one.
+	CLIDir string
 	// NodeBinary is converge-node (cgo, linked against libvirt0).
 	NodeBinary string
 	// CNIPlugins are the CNI plugin binaries for /opt/cni/bin.
@@ -88,6 +94,7 @@ func DefaultOptions(bin string) (Options, error) {
 	return Options{
 		Version:          DefaultVersion,
 		ControllerBinary: filepath.Join(out, "build", ControllerName),
+		CLIDir:           filepath.Join(out, "build", "cli"),
 		NodeBinary:       filepath.Join(out, "build", NodeName),
 		CNIPlugins:       plugins,
 		NodePackages:     append([]string(nil), NodePackages...),
@@ -215,7 +222,22 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		return caBundle, err
 	}
 
-	ctrlInputs, err := inputs(common, []string{o.ControllerBinary}, []Package{ca})
+	cli, err := CLIBinaries(o.CLIDir)
+	if err != nil {
+		return Result{}, err
+	}
+	ctrlFiles := []string{o.ControllerBinary}
+	for _, rel := range sortedKeys(cli) {
+		v, err := BinaryVersion(cli[rel])
+		if err != nil {
+			return Result{}, err
+		}
+		if v != o.Version {
+			return Result{}, fmt.Errorf("%s was built with version %q, the images are tagged %q: build it with -ldflags %q", cli[rel], v, o.Version, LDFlags(o.Version))
+		}
+		ctrlFiles = append(ctrlFiles, cli[rel])
+	}
+	ctrlInputs, err := inputs(common, ctrlFiles, []Package{ca})
 	if err != nil {
 		return Result{}, err
 	}
@@ -224,7 +246,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		if err != nil {
 			return Spec{}, err
 		}
-		return ControllerSpec(o.Version, o.ControllerBinary, b)
+		return ControllerSpec(o.Version, o.ControllerBinary, b, cli)
 	}, work)
 	if err != nil {
 		return res, err

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,8 @@ const testVersion = "v0.0.0-imagetest"
 type built struct {
 	opts   images.Options
 	result images.Result
-	// node and controller are the binaries inside.
-	node, controller string
+	// node, controller and cli are the binaries inside.
+	node, controller, cli string
 }
 
 // buildImages builds the binaries as hack/images does and runs
@@ -58,6 +59,7 @@ func buildImages(t *testing.T, binaries []string, out string) built {
 	}
 	o.Version = testVersion
 	o.ControllerBinary, o.NodeBinary = binaries[0], binaries[1]
+	o.CLIDir = filepath.Join(filepath.Dir(binaries[2]), "..", "..")
 	o.Out = out
 	o.Progress = &testLog{t: t}
 	start := time.Now()
@@ -69,7 +71,7 @@ func buildImages(t *testing.T, binaries []string, out string) built {
 		t.Fatal(err)
 	}
 	t.Logf("images.Build into %s: %s", out, time.Since(start).Round(time.Millisecond))
-	return built{opts: o, result: res, controller: binaries[0], node: binaries[1]}
+	return built{opts: o, result: res, controller: binaries[0], node: binaries[1], cli: binaries[2]}
 }
 
 // testLog writes progress lines to the test log.
@@ -80,16 +82,22 @@ func (l *testLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// goBuildImageBinaries builds converge-controller (CGO_ENABLED=0) and
-// converge-node (cgo) with the version flags, as hack/images does.
+// goBuildImageBinaries builds converge-controller (CGO_ENABLED=0),
+// converge-node (cgo) and the converge CLI (CGO_ENABLED=0, in
+// cli/<arch>/linux/) with the version flags, as hack/images does.
 func goBuildImageBinaries(t *testing.T) []string {
 	t.Helper()
 	dir := t.TempDir()
 	var out []string
 	for _, b := range []struct {
 		pkg, cgo string
-	}{{"./cmd/converge-controller", "CGO_ENABLED=0"}, {"./cmd/converge-node", "CGO_ENABLED=1"}} {
+		out      string
+	}{{"./cmd/converge-controller", "CGO_ENABLED=0", ""}, {"./cmd/converge-node", "CGO_ENABLED=1", ""},
+		{"./cmd/converge", "CGO_ENABLED=0", filepath.Join("cli", runtime.GOARCH, "linux", "converge")}} {
 		bin := filepath.Join(dir, filepath.Base(b.pkg))
+		if b.out != "" {
+			bin = filepath.Join(dir, b.out)
+		}
 		cmd := exec.Command("go", "build", "-ldflags", images.LDFlags(testVersion), "-o", bin, b.pkg)
 		cmd.Dir = vmtest.RepoRoot(t)
 		cmd.Env = append(os.Environ(), b.cgo)
@@ -174,6 +182,7 @@ func TestBuild(t *testing.T) {
 			t.Errorf("user %q, want 65532:65532", cfg.Config.User)
 		}
 		same(t, files, first.controller, "usr/bin/converge-controller")
+		same(t, files, first.cli, images.CLIPath+"/"+runtime.GOARCH+"/linux/converge")
 		contains(t, files, "etc/passwd", "nonroot:x:65532:65532:")
 		contains(t, files, "etc/group", "nonroot:x:65532:")
 		checkCABundle(t, files)

@@ -90,9 +90,10 @@ func labels(title, version string) map[string]string {
 // ControllerSpec gives the converge-controller image: a base layer with
 // /etc/passwd and /etc/group (root and nonroot, 65532), the CA bundle at
 // CABundlePath, /tmp (sticky, 1777) and /home/nonroot, then a layer holding the
-// binary at ControllerBinaryPath, its entrypoint; the user is
-// 65532:65532, as the Deployment's securityContext.
-func ControllerSpec(version, binary string, caBundle []byte) (Spec, error) {
+// binary at ControllerBinaryPath, its entrypoint, and the CLI binaries cli
+// (path below CLIPath → file on disk, CLIBinaries) for its cli-download
+// server; the user is 65532:65532, as the Deployment's securityContext.
+func ControllerSpec(version, binary string, caBundle []byte, cli map[string]string) (Spec, error) {
 	base := NewTree()
 	const o = "converge images"
 	for _, err := range []error{
@@ -111,9 +112,16 @@ func ControllerSpec(version, binary string, caBundle []byte) (Spec, error) {
 	if err := bin.CopyFile(ControllerBinaryPath, binary, 0o755, "converge-controller"); err != nil {
 		return Spec{}, err
 	}
+	clis := NewTree()
+	for _, rel := range sortedKeys(cli) {
+		if err := clis.CopyFile(CLIPath+"/"+rel, cli[rel], 0o755, "converge CLI "+rel); err != nil {
+			return Spec{}, err
+		}
+	}
 	return Spec{
 		Layers: []Layer{
 			{Tree: base, CreatedBy: "users root and nonroot (65532), Debian CA bundle"},
+			{Tree: clis, CreatedBy: "converge CLI binaries " + version},
 			{Tree: bin, CreatedBy: "converge-controller " + version},
 		},
 		Config: v1.Config{

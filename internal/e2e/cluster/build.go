@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -73,6 +74,8 @@ func Build(ctx context.Context, o Options) (Artifacts, error) {
 		{a.CLI, "./cmd/converge", true},
 		{a.Controller, "./cmd/converge-controller", false},
 		{a.Node, "./cmd/converge-node", true},
+		// the CLI the controller image carries for its cli-download
+		{filepath.Join(o.Out, "build", "cli", runtime.GOARCH, runtime.GOOS, "converge"), "./cmd/converge", false},
 	} {
 		if err := images.GoBuild(ctx, root, b.out, b.pkg, o.Version, b.cgo); err != nil {
 			return a, err
@@ -86,7 +89,7 @@ func Build(ctx context.Context, o Options) (Artifacts, error) {
 		return a, err
 	}
 	imo.Version, imo.Out = o.Version, o.Out
-	imo.ControllerBinary, imo.NodeBinary = a.Controller, a.Node
+	imo.ControllerBinary, imo.NodeBinary, imo.CLIDir = a.Controller, a.Node, filepath.Join(o.Out, "build", "cli")
 	imo.Progress = o.Progress
 	start = time.Now()
 	res, err := images.Build(ctx, imo)

@@ -2,9 +2,15 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -221,6 +227,34 @@ func TestInstall(t *testing.T) {
 		if code != http.StatusNotFound || body != "404 page not found" {
 			t.Errorf("POST to an unknown hook path: %d %q, want 404 %q", code, body, "404 page not found")
 		}
+	})
+
+	t.Run("cli-download serves the CLI of the version", func(t *testing.T) {
+		// through the API server's service proxy, as `kubectl get --raw`
+		// reaches a Service: the host has no kube-proxy route to ClusterIPs
+		rel := runtime.GOARCH + "/linux/converge"
+		path := "/api/v1/namespaces/" + controllerNS + "/services/https:" + controllerName + ":https-cli-download/proxy/"
+		bin, err := e.Clientset.CoreV1().RESTClient().Get().AbsPath(path + rel).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path+rel, err)
+		}
+		sums, err := e.Clientset.CoreV1().RESTClient().Get().AbsPath(path + "SHA256SUMS").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("GET SHA256SUMS: %v", err)
+		}
+		sum := sha256.Sum256(bin)
+		if want := hex.EncodeToString(sum[:]) + "  " + rel; !strings.Contains(string(sums), want) {
+			t.Errorf("SHA256SUMS %q does not list %q", sums, want)
+		}
+		f := filepath.Join(t.TempDir(), "converge")
+		if err := os.WriteFile(f, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(f, "version").CombinedOutput()
+		if err != nil || string(out) != "converge "+e.Version+"\n" {
+			t.Errorf("downloaded converge version: %q %v, want %q", out, err, "converge "+e.Version)
+		}
+		t.Logf("downloaded %s (%d bytes) from the cli-download Service", rel, len(bin))
 	})
 
 	t.Run("second install changes nothing", func(t *testing.T) {
