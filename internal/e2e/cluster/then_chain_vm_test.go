@@ -20,6 +20,7 @@ import (
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
+	"github.com/converge-dev/converge/internal/testing/virtctltest"
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
@@ -275,6 +276,11 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 	})
 	st.do("converge vm console reads the guest's marker", 2*time.Minute, func() (bool, string) {
 		_, err := e.ReadConsole(ctx, chainNS, c.vm, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
+		return err == nil, fmt.Sprint(err)
+	})
+	virtctl := virtctltest.Path(t)
+	st.do("the upstream virtctl console reads the guest's marker too", 2*time.Minute, func() (bool, string) {
+		_, err := e.ReadConsoleVirtctl(ctx, virtctl, chainNS, c.vm, guestimage.MarkerOK+" "+c.vm+" ", 60*time.Second)
 		return err == nil, fmt.Sprint(err)
 	})
 	st.do("the Sync is Ready at the commit (the VM healthy)", 3*time.Minute, syncApplied(ctx, e, sha))
