@@ -2,7 +2,7 @@
 // serves for its roles, each as the upstream component serves its own:
 // subresources.kubevirt.io/v1 (KubeVirt's virt-api, operators/virt/virtapi)
 // and upload.cdi.kubevirt.io/v1beta1 (CDI's cdi-apiserver,
-// operators/cdi/cdiapi).
+// operators/cdi/uploadapi).
 //
 // A Server is a k8s.io/apiserver generic API server: TLS with the webhook
 // certificate converge-controller issues and rotates (internal/webhook),
