@@ -312,7 +312,11 @@ func run() error {
 		if err := dataimportcron.Setup(mgr, dico); err != nil {
 			return err
 		}
-		if err := setupCDIAPI(mgr, cdiAPI, cdiGates, certs, ep.Service, kubeconfigFlag(), wh.namespace()); err != nil {
+		var svc *types.NamespacedName
+		if ep != nil {
+			svc = ep.Service
+		}
+		if err := setupCDIAPI(mgr, cdiAPI, cdiGates, certs, svc, kubeconfigFlag(), wh.namespace()); err != nil {
 			return err
 		}
 	}
