@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,20 @@ func Setup(mgr manager.Manager, engine *graph.Engine, op Operator, o Options) (*
 	if err := mgr.Add(leaderRunnable(func(ctx context.Context) error {
 		if !crdwait.Wait(ctx, mgr.GetAPIReader(), o.Poll, op.crds()...) {
 			return nil
+		}
+		// Established is not yet mapped: the manager's RESTMapper learns
+		// the group from discovery, which can lag (an APIService being
+		// registered makes it partial); the controller's watch of the CR
+		// would log "no matches for kind" until it does.
+		for {
+			if _, err := mgr.GetRESTMapper().RESTMapping(op.GVK.GroupKind(), op.GVK.Version); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(o.Poll):
+			}
 		}
 		r.log.Info(strings.Join(op.crds(), ", ") + " established; starting the operator")
 		if err := r.setupController(mgr, roles); err != nil {
