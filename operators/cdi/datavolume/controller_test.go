@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/api/v1alpha1"
@@ -116,8 +117,9 @@ func TestController(t *testing.T) {
 		must(t, c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv))
 		dv.Status.Phase = cdiv1.UploadReady
 		must(t, c.Status().Update(ctx, dv))
-		pvc.Labels = map[string]string{"poke": "1"} // an owned-PVC event reconciles the DataVolume
-		must(t, c.Update(ctx, pvc))
+		// an owned-PVC event reconciles the DataVolume (a patch: the
+		// controller writes the PVC's pod annotations too)
+		must(t, c.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"poke":"1"}}}`))))
 		controlplane.Eventually(t, 10*time.Second, func() bool {
 			return c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, dv) == nil && dv.Status.ClaimName == "up" &&
 				dvapi.FindCondition(dv.Status.Conditions, cdiv1.DataVolumeBound) != nil
@@ -127,6 +129,11 @@ func TestController(t *testing.T) {
 		if dv.Status.Phase != cdiv1.UploadReady {
 			t.Errorf("phase %q after a reconcile, want the agent's UploadReady kept", dv.Status.Phase)
 		}
+		// CDI's pod annotations, which virtctl image-upload waits on
+		controlplane.Eventually(t, 10*time.Second, func() bool {
+			return c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "up"}, pvc) == nil &&
+				pvc.Annotations[dvapi.AnnPodReady] == "true" && pvc.Annotations[dvapi.AnnPodPhase] == "Running"
+		})
 	})
 
 	t.Run("unsupported source fails", func(t *testing.T) {
