@@ -31,8 +31,10 @@ const (
 // vmManifest is the VM as a KubeVirt user writes it: a Namespace, and a
 // VirtualMachine whose root disk is a dataVolumeTemplates DataVolume
 // imported over HTTP from diskURL into a hostpath volume, with cloud-init
-// NoCloud user data and no interfaces (KubeVirt's default: the pod
-// network with masquerade, DHCP from the node agent).
+// NoCloud user data whose runcmd the guest's cloud-init runs, and no
+// interfaces (KubeVirt's default: the pod network with masquerade, DHCP
+// from the node agent). The guest holds Debian's cloud-init and python3
+// in RAM, hence 1Gi.
 // terminationGracePeriodSeconds is 0, as in KubeVirt's examples: the
 // test guest ignores the ACPI shutdown, so with the default (30 s) the
 // VM agent would wait that long before destroying it.
@@ -60,13 +62,13 @@ spec:
           storageClassName: hostpath-csi-local
           resources:
             requests:
-              storage: 64Mi
+              storage: 128Mi
   template:
     spec:
       terminationGracePeriodSeconds: 0
       domain:
         memory:
-          guest: 256Mi
+          guest: 1Gi
         devices:
           disks:
             - name: root
@@ -91,20 +93,21 @@ spec:
 // controller creates its DataVolume, the importer fills a hostpath
 // volume over HTTP, the VM agent boots the guest under libvirt with a
 // cloud-init ISO and the pod network, and `converge vm console` reads
-// the user data the guest prints. A second commit removes the VM, and
+// the output of the user data's runcmd, which Debian's cloud-init in the
+// guest runs. A second commit removes the VM, and
 // the Sync prunes it with its DataVolume, volume and Namespace.
 func (d *demo) vm(ctx context.Context) error {
 	say("a VM from Git: a VirtualMachine with a DataVolume imported over HTTP, cloud-init user data and the pod network")
-	disk := filepath.Join(d.bin, "guest", "disk.img")
+	disk := filepath.Join(d.bin, "guest", "cloudinit.img")
 	if _, err := os.Stat(disk); err != nil {
-		return fmt.Errorf("%s: %w (make demo builds it: make guest)", disk, err)
+		return fmt.Errorf("%s: %w (make demo builds it: make guest-cloud-init)", disk, err)
 	}
 	diskURL, stopDisk, err := serveFile(localcluster.NodeIP, disk)
 	if err != nil {
 		return err
 	}
 	defer stopDisk()
-	note("the guest's disk (%s: SYSLINUX, a Debian kernel and a busybox init; hack/guest) is served at %s", disk, diskURL)
+	note("the guest's disk (%s: SYSLINUX, Debian's cloud kernel, a busybox init and Debian's cloud-init with python3, from apt; hack/guest) is served at %s", disk, diskURL)
 	if err := os.WriteFile(filepath.Join(d.repo.Dir, vmFile), []byte(vmManifest(diskURL)), 0o644); err != nil {
 		return err
 	}
@@ -117,7 +120,7 @@ func (d *demo) vm(ctx context.Context) error {
 	start := time.Now()
 	// The console is attached as soon as the guest runs: it shows what
 	// the guest prints from then on, and cloud-init runs early in its boot.
-	fmt.Printf("\n$ converge vm console %s -n %s &   (through converge-controller's virt-api; retried every 200ms until a VMI runs, read until the guest's DHCP lease)\n", vmName, vmNS)
+	fmt.Printf("\n$ converge vm console %s -n %s &   (through converge-controller's virt-api; retried every 200ms until a VMI runs, read until cloud-init has finished)\n", vmName, vmNS)
 	console := d.watchConsole(ctx)
 	if err := d.show(ctx, "reconcile", "sync", syncName, "-n", syncNS); err != nil {
 		return err
@@ -132,24 +135,25 @@ func (d *demo) vm(ctx context.Context) error {
 	if err := d.show(ctx, "tree", syncName, "-n", syncNS); err != nil {
 		return err
 	}
-	say("the guest's serial console: the user data from Git, and the address the VM agent's DHCP gave it on the pod network")
+	say("the guest's serial console: cloud-init runs the runcmd committed to Git; the VM agent's DHCP gave it its pod network address")
 	r := <-console
 	if r.err != nil {
 		return r.err
 	}
 	lines := strings.Split(r.out, "\n")
-	note("`converge vm console %s -n %s` (started with the commit, above) printed %d lines until the guest's DHCP lease; those of cloud-init, the user data and the lease:", vmName, vmNS, len(lines))
+	note("`converge vm console %s -n %s` (started with the commit, above) printed %d lines until cloud-init finished; those of cloud-init, the runcmd's output and the DHCP lease:", vmName, vmNS, len(lines))
+	ran := false
 	for _, l := range lines {
-		for _, m := range []string{guestimage.MarkerCloudInit, guestimage.MarkerUserData, guestimage.MarkerDHCP} {
-			if strings.Contains(l, m) {
-				fmt.Println("  " + strings.TrimSpace(l))
-			}
+		l = strings.TrimSpace(l)
+		ran = ran || l == vmMarker // the runcmd's echo, a line of its own
+		if l == vmMarker || strings.HasPrefix(l, "Cloud-init v.") || strings.Contains(l, guestimage.MarkerCloudInit) || strings.Contains(l, guestimage.MarkerDHCP) {
+			fmt.Println("  " + l)
 		}
 	}
-	if !strings.Contains(r.out, vmMarker) {
-		return fmt.Errorf("the console of %s/%s shows no user data line with %q:\n%s", vmNS, vmName, vmMarker, r.out)
+	if !ran {
+		return fmt.Errorf("the console of %s/%s shows no line %q (the runcmd's output):\n%s", vmNS, vmName, vmMarker, r.out)
 	}
-	d.record("commit → guest's DHCP lease on its console", r.at.Sub(start))
+	d.record("commit → cloud-init finished on the guest's console", r.at.Sub(start))
 	return d.pruneVM(ctx)
 }
 
@@ -194,16 +198,22 @@ type consoleResult struct {
 	err error
 }
 
+// cloudInitFinished starts the line cloud-init's final-message module
+// prints once the final stage (the user's runcmd among its scripts) is
+// done: "Cloud-init v. 22.4.2 finished at …".
+const cloudInitFinished = " finished at "
+
 // watchConsole runs `converge vm console` on the VM's VMI (the admin
-// kubeconfig, through the virt-api), retrying every 200ms while it cannot attach (no VMI running yet), until
-// the guest prints its DHCP lease, which comes after its cloud-init user
-// data; at most 5 minutes. The result arrives on the channel.
+// kubeconfig, through the virt-api), retrying every 200ms while it cannot
+// attach (no VMI running yet), until cloud-init says it has finished
+// (its stages take about a minute under TCG); at most 6 minutes. The
+// result arrives on the channel.
 func (d *demo) watchConsole(ctx context.Context) <-chan consoleResult {
 	done := make(chan consoleResult, 1)
 	go func() {
-		deadline := time.Now().Add(5 * time.Minute)
+		deadline := time.Now().Add(6 * time.Minute)
 		for {
-			out, err := d.env.ReadConsole(ctx, vmNS, vmName, guestimage.MarkerDHCP+" ", 90*time.Second)
+			out, err := d.env.ReadConsole(ctx, vmNS, vmName, cloudInitFinished, 3*time.Minute)
 			if err == nil {
 				done <- consoleResult{out: out, at: time.Now()}
 				return

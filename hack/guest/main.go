@@ -33,7 +33,11 @@
 //	cd hack/guest && go run . -out ../../bin/guest
 //
 // It writes <out>/vmlinuz, <out>/initrd.gz, <out>/disk.img,
-// <out>/disk.qcow2 and <out>/stamp. The stamp records the package
+// <out>/disk.qcow2 and <out>/stamp. With -cloud-init it also writes
+// <out>/cloudinit.img and its cloudinit.stamp: disk.img whose initramfs
+// carries Debian's cloud-init and its dependency closure (unpacked, not
+// installed) and whose init runs cloud-init's init, config and final
+// stages (converge.cloudinit=run; cloudinit.go), the guest of make demo. The stamp records the package
 // versions, qemu-img's version and the hash of the files embedded here;
 // when it matches, nothing is downloaded and the run takes well under a
 // second. The outputs are reproducible: the initramfs has fixed
@@ -76,9 +80,10 @@ const busyboxPath = "bin/busybox"
 
 func main() {
 	out := flag.String("out", "bin/guest", "output directory")
+	withCloudInit := flag.Bool("cloud-init", false, "also build cloudinit.img: the same disk whose initramfs adds Debian's cloud-init and runs it (make demo's guest)")
 	flag.Parse()
 	start := time.Now()
-	cached, err := build(*out)
+	cached, err := build(*out, *withCloudInit)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "guest:", err)
 		os.Exit(1)
@@ -107,9 +112,10 @@ func stamp(d debs, qemuImg string) string {
 	return b.String()
 }
 
-// build writes the guest into out unless its stamp is current; it reports
-// whether it was.
-func build(out string) (cached bool, err error) {
+// build writes the guest into out unless its stamp is current, and with
+// cloud the cloud-init disk (cloudinit.img, its stamp cloudinit.stamp);
+// it reports whether everything was current.
+func build(out string, cloud bool) (cached bool, err error) {
 	d, err := packages()
 	if err != nil {
 		return false, err
@@ -119,7 +125,17 @@ func build(out string) (cached bool, err error) {
 		return false, err
 	}
 	st := stamp(d, qemuImg)
-	if old, err := os.ReadFile(filepath.Join(out, "stamp")); err == nil && string(old) == st && allExist(out, outputs) {
+	baseOK := current(out, "stamp", st, outputs)
+	var ciPkgs map[string]string
+	ciStamp := ""
+	if cloud {
+		if ciPkgs, err = cloudInitPackages(); err != nil {
+			return false, err
+		}
+		ciStamp = st + cloudInitStamp(ciPkgs)
+	}
+	ciOK := !cloud || current(out, "cloudinit.stamp", ciStamp, []string{"cloudinit.img"})
+	if baseOK && ciOK {
 		return true, nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -166,7 +182,15 @@ func build(out string) (cached bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	img, err := diskImage(root, filepath.Join(tmp, "disk"), kernel, initrd)
+	if !ciOK {
+		if err := buildCloudInit(out, tmp, root, kernel, initrd, ciPkgs, ciStamp); err != nil {
+			return false, err
+		}
+	}
+	if baseOK {
+		return false, nil
+	}
+	img, err := diskImage(root, filepath.Join(tmp, "disk"), kernel, initrd, syslinuxConfig)
 	if err != nil {
 		return false, err
 	}
@@ -220,6 +244,13 @@ func writeAtomic(path string, data []byte) error {
 		return errors.Join(err, os.Remove(tmp))
 	}
 	return nil
+}
+
+// current reports whether dir's stamp file holds want and every name
+// exists.
+func current(dir, stampFile, want string, names []string) bool {
+	old, err := os.ReadFile(filepath.Join(dir, stampFile))
+	return err == nil && string(old) == want && allExist(dir, names)
 }
 
 func allExist(dir string, names []string) bool {
