@@ -1,13 +1,7 @@
 package clidownload
 
 import (
-	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -28,7 +22,8 @@ type SetupOptions struct {
 
 // Setup reads Dir (New; its error is Setup's) and adds the server to mgr
 // on every replica: once the certificate Manager has a certificate it
-// serves HTTPS on BindAddress until the manager stops.
+// serves HTTPS on BindAddress until the manager stops
+// (webhook.Manager.AddServer). Dir stays open for the process's life.
 func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if o.Dir == "" || o.Certs == nil {
 		return errors.New("clidownload: SetupOptions.Dir and Certs are required")
@@ -40,38 +35,6 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if err != nil {
 		return err
 	}
-	log := mgr.GetLogger().WithName("cli-download")
-	return mgr.Add(everyReplica(func(ctx context.Context) error {
-		defer s.Close()
-		select {
-		case <-o.Certs.Ready():
-		case <-ctx.Done():
-			return nil
-		}
-		l, err := net.Listen("tcp", o.BindAddress)
-		if err != nil {
-			return fmt.Errorf("cli-download: listening on %s: %w", o.BindAddress, err)
-		}
-		log.Info("serving the converge CLI", "address", l.Addr().String(), "binaries", len(s.binaries))
-		srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second,
-			TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: o.Certs.GetCertificate}}
-		done := make(chan error, 1)
-		go func() { done <- srv.ServeTLS(l, "", "") }()
-		select {
-		case err := <-done:
-			return err
-		case <-ctx.Done():
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-		return nil
-	}))
+	mgr.GetLogger().WithName("cli-download").Info("serving the converge CLI", "dir", o.Dir, "binaries", len(s.binaries))
+	return o.Certs.AddServer(mgr, "cli-download", o.BindAddress, s, nil)
 }
-
-// everyReplica is a manager runnable that runs on every replica.
-type everyReplica func(ctx context.Context) error
-
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-func (f everyReplica) NeedLeaderElection() bool        { return false }
