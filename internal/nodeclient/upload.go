@@ -2,6 +2,7 @@ package nodeclient
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,9 +47,18 @@ func Upload(ctx context.Context, e nodeendpoint.Endpoint, token string, body io.
 	if o.Async {
 		path = nodeendpoint.UploadAsyncPath
 	}
-	tlsConfig := nodeendpoint.Upload.ClientTLS(e.CertSHA256, o.Insecure)
+	return PostImage(ctx, "https://"+e.Address+path, nodeendpoint.Upload.ClientTLS(e.CertSHA256, o.Insecure), token, body, size)
+}
+
+// PostImage POSTs body (size bytes, -1 if unknown) as
+// application/octet-stream to url over TLS with tlsConfig and the upload
+// token as bearer token: the request of a node's upload server and of an
+// upload proxy (CDI's, or converge-controller's). It gives the answer
+// line, or an *UploadRefusedError for a non-200 answer, or the transport
+// error naming the host.
+func PostImage(ctx context.Context, url string, tlsConfig *tls.Config, token string, body io.Reader, size int64) (string, error) {
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig, TLSHandshakeTimeout: 10 * time.Second}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+e.Address+path, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +67,7 @@ func Upload(ctx context.Context, e nodeendpoint.Endpoint, token string, body io.
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("upload to %s: %w", e.Address, err)
+		return "", fmt.Errorf("upload to %s: %w", req.URL.Host, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -18,7 +18,7 @@ const APIServiceName = "v1." + "subresources.kubevirt.io"
 // 1000, versionPriority 15) routing to port of the Service svc and trusting
 // caBundle.
 func Register(ctx context.Context, c client.Client, svc types.NamespacedName, port int32, caBundle []byte, fieldOwner string) error {
-	return aggregated.Register(ctx, c, api(Options{}), svc, port, caBundle, fieldOwner)
+	return aggregated.Register(ctx, c, API(Options{}), svc, port, caBundle, fieldOwner)
 }
 
 // Unregister deletes the APIService (aggregated.Unregister), so that the

@@ -41,8 +41,10 @@ type Options struct {
 	Log logr.Logger
 }
 
-// api gives the aggregated API the Options serve.
-func api(o Options) aggregated.API {
+// API gives the aggregated API subresources.kubevirt.io/v1 serving with
+// o.Client, o.ConsoleToken and o.Log (Listener, Cert and Kubeconfig are
+// not read), as aggregated.Setup and aggregated.New take it.
+func API(o Options) aggregated.API {
 	s := &server{o: o}
 	return aggregated.API{
 		GroupVersion: GroupVersion,
@@ -56,18 +58,13 @@ func api(o Options) aggregated.API {
 	}
 }
 
-// API gives the aggregated API subresources.kubevirt.io/v1 serving with
-// o.Client, o.ConsoleToken and o.Log (Listener, Cert and Kubeconfig are
-// not read), as aggregated.Setup and aggregated.New take it.
-func API(o Options) aggregated.API { return api(o) }
-
 // New checks o and gives the aggregated API server of
 // subresources.kubevirt.io/v1; nothing listens before its Run.
 func New(o Options) (*aggregated.Server, error) {
 	if o.Client == nil {
 		return nil, errors.New("virtapi: Options.Client is required")
 	}
-	return aggregated.New(aggregated.Options{Listener: o.Listener, Cert: o.Cert, Kubeconfig: o.Kubeconfig}, api(o))
+	return aggregated.New(aggregated.Options{Listener: o.Listener, Cert: o.Cert, Kubeconfig: o.Kubeconfig}, API(o))
 }
 
 // server is the handlers' state.

@@ -27,6 +27,6 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 		o.BindAddress = ":8443"
 	}
 	return aggregated.Setup(mgr, o.SetupOptions, func(c client.Client, log logr.Logger) aggregated.API {
-		return api(Options{Client: c, ConsoleToken: o.ConsoleToken, Log: log.WithName("virt-api")})
+		return API(Options{Client: c, ConsoleToken: o.ConsoleToken, Log: log.WithName("virt-api")})
 	})
 }
