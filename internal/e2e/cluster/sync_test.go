@@ -2,6 +2,8 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -335,6 +337,55 @@ func TestSync(t *testing.T) {
 
 	t.Run("native operators: Sync Ready, every operand CR Available", func(t *testing.T) {
 		waitSyncReady(t, ctx, e)
+	})
+
+	t.Run("CDI's upload API and upload proxy serve once the CDI is native", func(t *testing.T) {
+		// upload.cdi.kubevirt.io through the API server's aggregation
+		// layer, as virtctl creates its token request
+		var token string
+		req := []byte(`{"apiVersion":"upload.cdi.kubevirt.io/v1beta1","kind":"UploadTokenRequest","metadata":{"name":"e2e"},"spec":{"pvcName":"no-such-disk"}}`)
+		eventually(t, 2*time.Minute, "an UploadTokenRequest answered with status.token", func() (bool, string) {
+			raw, err := e.Clientset.CoreV1().RESTClient().Post().AbsPath("/apis/upload.cdi.kubevirt.io/v1beta1/namespaces/default/uploadtokenrequests").
+				SetHeader("Content-Type", "application/json").Body(req).DoRaw(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			var utr struct {
+				Status struct {
+					Token string `json:"token"`
+				} `json:"status"`
+			}
+			if json.Unmarshal(raw, &utr) != nil || utr.Status.Token == "" {
+				return false, string(raw)
+			}
+			token = utr.Status.Token
+			return true, ""
+		})
+		// the proxy at the Pod IP (the API server's service proxy would
+		// drop the bearer token): a token for a PVC that does not exist is
+		// CDI's 503, a forged one 401
+		p, err := controllerPod(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the Pod IP is not in the Service's certificate
+		for _, tc := range []struct {
+			token string
+			code  int
+			msg   string
+		}{{token, http.StatusServiceUnavailable, "rejecting Upload Request for PVC no-such-disk that doesn't exist"}, {token + "x", http.StatusUnauthorized, "upload token refused"}} {
+			r, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://%s:8445/v1beta1/upload", p.Status.PodIP), strings.NewReader("not an image"))
+			r.Header.Set("Authorization", "Bearer "+tc.token)
+			resp, err := hc.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.msg) {
+				t.Errorf("upload proxy: %d %q, want %d %q", resp.StatusCode, b, tc.code, tc.msg)
+			}
+		}
 	})
 
 	t.Run("the VM agent probed KVM and says why on the Node", func(t *testing.T) {
