@@ -17,9 +17,10 @@
 //   - GET /SHA256SUMS: one such line per binary, paths relative to /;
 //   - GET /healthz: 200.
 //
-// The checksums are computed once, when the Server is made; a binary
-// replaced afterwards is still served but its checksum is not, and the
-// Server must be remade (the image is immutable). Nothing outside Dir is
+// The checksums are computed once, on the first request that needs them
+// (not at start-up); a binary replaced afterwards is still served but its
+// checksum is not, and the Server must be remade (the image is
+// immutable). Nothing outside Dir is
 // reachable: files are opened through an os.Root, so a path leaving Dir
 // or a symlink out of it is 404.
 package clidownload

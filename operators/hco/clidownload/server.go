@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Binary is one served binary.
@@ -26,56 +27,82 @@ type Binary struct {
 
 // Server is the http.Handler of the cli-download role.
 type Server struct {
-	root     *os.Root
+	root *os.Root
+	// paths are the binaries' paths, sorted; digest fills binaries
+	// and byPath once, on the first request that needs a checksum.
+	paths    []string
+	once     sync.Once
+	err      error
 	binaries []Binary
 	byPath   map[string]Binary
 }
 
-// New opens dir and digests every regular file named converge or
+// New opens dir and lists every regular file named converge or
 // converge.exe two levels down (<arch>/<os>/); it fails when dir cannot be
-// opened or holds none, naming dir.
+// opened or holds none, naming dir. The files are digested on the first
+// request that needs their checksums (Binaries, the index, .sha256,
+// SHA256SUMS), not at start-up.
 func New(dir string) (*Server, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cli-download: %w", err)
 	}
-	s := &Server{root: root, byPath: map[string]Binary{}}
+	s := &Server{root: root}
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if strings.Count(p, "/") != 2 || !d.Type().IsRegular() || (d.Name() != "converge" && d.Name() != "converge.exe") {
-			return nil
+		if strings.Count(p, "/") == 2 && d.Type().IsRegular() && (d.Name() == "converge" || d.Name() == "converge.exe") {
+			s.paths = append(s.paths, p)
 		}
-		f, err := root.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		n, err := io.Copy(h, f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		b := Binary{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
-		s.binaries = append(s.binaries, b)
-		s.byPath[p] = b
 		return nil
 	})
 	if err != nil {
 		_ = root.Close()
 		return nil, fmt.Errorf("cli-download: reading %s: %w", dir, err)
 	}
-	if len(s.binaries) == 0 {
+	if len(s.paths) == 0 {
 		_ = root.Close()
 		return nil, fmt.Errorf("cli-download: %s holds no <arch>/<os>/converge[.exe]; expected `make cli-binaries` output", dir)
 	}
-	sort.Slice(s.binaries, func(i, j int) bool { return s.binaries[i].Path < s.binaries[j].Path })
+	sort.Strings(s.paths)
 	return s, nil
 }
 
-// Binaries lists the served binaries, sorted by path.
-func (s *Server) Binaries() []Binary { return append([]Binary(nil), s.binaries...) }
+// digest computes every binary's size and SHA-256, once; its error names
+// the file.
+func (s *Server) digest() error {
+	s.once.Do(func() {
+		s.byPath = map[string]Binary{}
+		for _, p := range s.paths {
+			f, err := s.root.Open(p)
+			if err != nil {
+				s.err = err
+				return
+			}
+			h := sha256.New()
+			n, err := io.Copy(h, f)
+			_ = f.Close()
+			if err != nil {
+				s.err = fmt.Errorf("%s: %w", p, err)
+				return
+			}
+			b := Binary{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+			s.binaries = append(s.binaries, b)
+			s.byPath[p] = b
+		}
+	})
+	return s.err
+}
+
+// Binaries lists the served binaries, sorted by path, with their
+// checksums (computed on the first call), or the error reading one.
+func (s *Server) Binaries() ([]Binary, error) {
+	if err := s.digest(); err != nil {
+		return nil, err
+	}
+	return append([]Binary(nil), s.binaries...), nil
+}
 
 // Close releases Dir.
 func (s *Server) Close() error { return s.root.Close() }
@@ -99,6 +126,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+	if p != "healthz" {
+		if err := s.digest(); err != nil {
+			http.Error(w, "binaries unavailable: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	switch {
 	case p == "" || p == ".":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -41,7 +41,7 @@ func TestDownload(t *testing.T) {
 	s, err := clidownload.New(dir)
 	must(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	if bs := s.Binaries(); len(bs) != 1 || bs[0].Path != filepath.ToSlash(rel) {
+	if bs, err := s.Binaries(); err != nil || len(bs) != 1 || bs[0].Path != filepath.ToSlash(rel) {
 		t.Fatalf("binaries %+v, want only %s (the symlink is not a regular file)", bs, rel)
 	}
 	srv := httptest.NewTLSServer(s)

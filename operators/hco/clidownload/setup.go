@@ -35,6 +35,6 @@ func Setup(mgr ctrl.Manager, o SetupOptions) error {
 	if err != nil {
 		return err
 	}
-	mgr.GetLogger().WithName("cli-download").Info("serving the converge CLI", "dir", o.Dir, "binaries", len(s.binaries))
+	mgr.GetLogger().WithName("cli-download").Info("serving the converge CLI", "dir", o.Dir, "binaries", len(s.paths))
 	return o.Certs.AddServer(mgr, "cli-download", o.BindAddress, s, nil)
 }
