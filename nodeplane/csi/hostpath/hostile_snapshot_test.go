@@ -180,14 +180,7 @@ func FuzzSnapshotID(f *testing.F) {
 		f.Add(tc.id)
 	}
 	fx := newHostileFixture(f)
-	opts := testOptions(f.TempDir())
-	opts.Pools[0].Path = fx.pool
-	d, err := New(opts)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { d.Close() })
-	cs := &controllerServer{d: d}
+	cs := fuzzController(f, fx.pool)
 	ctx := context.Background()
 	if _, err := cs.CreateVolume(ctx, createReq("src", 4096, mountCap())); err != nil {
 		f.Fatal(err)

@@ -285,14 +285,7 @@ func FuzzVolumeID(f *testing.F) {
 		f.Add(tc.id)
 	}
 	fx := newHostileFixture(f)
-	opts := testOptions(f.TempDir())
-	opts.Pools[0].Path = fx.pool
-	d, err := New(opts)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { d.Close() })
-	cs := &controllerServer{d: d}
+	cs := fuzzController(f, fx.pool)
 	ctx := context.Background()
 	before := fx.outsideSnapshot(f)
 	poolBefore := snapshot(f, fx.pool)
@@ -334,4 +327,17 @@ func FuzzVolumeID(f *testing.F) {
 			t.Fatalf("after CreateVolume/DeleteVolume(%q), the pool:\n%s", id, diff)
 		}
 	})
+}
+
+// fuzzController gives the controller of a driver on pool, closed when
+// the fuzz target ends: the fuzz targets call it in-process.
+func fuzzController(f *testing.F, pool string) *controllerServer {
+	opts := testOptions(f.TempDir())
+	opts.Pools[0].Path = pool
+	d, err := New(opts)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { d.Close() })
+	return &controllerServer{d: d}
 }
