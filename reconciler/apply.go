@@ -418,6 +418,9 @@ func (p *Pipeline) applyOne(ctx context.Context, r *graph.Rendered, desired *uns
 		return applied{}, fmt.Errorf("%s: apply failed: %w", ssaSubject(desired), err)
 	}
 	rv := out.applied.GetResourceVersion()
+	if p.Options.Wrote != nil {
+		p.Options.Wrote(id, rv)
+	}
 	out.action = ssa.CreatedAction
 	if exists {
 		out.action = ssa.ConfiguredAction

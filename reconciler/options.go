@@ -79,6 +79,14 @@ type Options struct {
 	// and after a restart its discovery can lag behind CRDs that exist.
 	// Zero or negative tries once.
 	DiscoveryWait time.Duration
+	// Wrote, when set, is called after each write the pipeline makes to
+	// an object it applies — the SSA PATCH (also one that changed
+	// nothing), the create of a force recreate, the HyperConverged's
+	// status — with the object's inventory ID and the resourceVersion the
+	// API server returned. It may be called from several goroutines at
+	// once. converge-controller uses it to tell the watch events of its
+	// own writes from drift.
+	Wrote func(id, resourceVersion string)
 }
 
 // fieldManager gives o.FieldManager, or FieldManager when empty.

@@ -88,9 +88,13 @@ func (p *Pipeline) writeStatus(ctx context.Context, key types.NamespacedName, r 
 		return false, fmt.Errorf("writing HyperConverged %s status: %w", key, err)
 	}
 	res.Writes++
+	id := inventory.IDOf(key.Namespace, key.Name, hcGVK.GroupKind())
+	if p.Options.Wrote != nil {
+		p.Options.Wrote(id, patch.GetResourceVersion())
+	}
 	if inv != nil {
 		for i, e := range inv.Entries {
-			if e.ID == inventory.IDOf(key.Namespace, key.Name, hcGVK.GroupKind()) {
+			if e.ID == id {
 				inv.Entries[i].ResourceVersion = patch.GetResourceVersion()
 			}
 		}

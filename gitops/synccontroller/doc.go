@@ -15,6 +15,8 @@
 // just the objects carrying converge's owner labels (plus the Nodes the
 // facts need): the Pipeline reads live state from it and its watches
 // enqueue the Syncs that applied an object as soon as someone changes it.
+// The events of a Sync's own writes (the resourceVersions its apply got
+// back, ownwrites.go) enqueue nothing: one commit is one reconcile.
 //
 // A reconcile reads as its stages (stages.go): fetch (target, source and
 // its Secrets, Fetcher.Fetch) → render (facts, graph) → apply

@@ -237,7 +237,17 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 	}
 	revision := f.artifact.Revision
 	store := StatusStore{Sync: s, Write: func(ctx context.Context) error { return st.patch(ctx, s) }}
+	key := client.ObjectKeyFromObject(s)
+	f.target.own.begin(key)
+	pp.Options.Wrote = func(id, version string) { f.target.own.wrote(key, id, version) }
 	res, err := pp.Sync(ctx, reconciler.Input{Rendered: rd.rendered, Revision: revision, Inventory: store})
+	var saved *v1alpha1.Inventory
+	if res != nil {
+		saved = res.Inventory
+	}
+	if f.target.own.end(key, saved) {
+		r.Trigger(key) // someone else changed an applied object meanwhile
+	}
 	if r.OnSynced != nil {
 		r.OnSynced(s, res, err)
 	}
@@ -245,7 +255,7 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 		return res, &failure{reason: applyReason(err), err: fmt.Errorf("revision %s into %s: %w", revision, f.target.name, err)}
 	}
 	hc := rd.rendered.HyperConverged
-	f.target.watch(ctx, r.ctrl, gvks(rd.rendered), types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}, client.ObjectKeyFromObject(s))
+	f.target.watch(ctx, r.ctrl, gvks(rd.rendered), types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}, key)
 	if failed := failedComponents(res); failed != "" && s.WaitEnabled() {
 		return res, &failure{reason: v1alpha1.HealthCheckFailedReason, err: fmt.Errorf("revision %s in %s: %s", revision, f.target.name, failed)}
 	}

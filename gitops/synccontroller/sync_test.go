@@ -90,6 +90,20 @@ func (e *testEnv) metric(t *testing.T, family string, want map[string]string) fl
 	return sum
 }
 
+// settled polls the metric (e.metric) every 250ms until it has not moved
+// for 3s, and returns it.
+func (e *testEnv) settled(t *testing.T, family string, want map[string]string) float64 {
+	t.Helper()
+	v, since := e.metric(t, family, want), time.Now()
+	for time.Since(since) < 3*time.Second {
+		time.Sleep(250 * time.Millisecond)
+		if n := e.metric(t, family, want); n != v {
+			v, since = n, time.Now()
+		}
+	}
+	return v
+}
+
 func value(m *dto.Metric) float64 {
 	switch {
 	case m.Counter != nil:
@@ -239,10 +253,18 @@ func TestSync(t *testing.T) {
 
 	t.Run("new commit, broken commit, reconcile request", func(t *testing.T) {
 		before, _ := e.wait(t, local, time.Minute, "Ready", ready)
+		lbl := map[string]string{"namespace": e.ns, "name": local.Name}
+		reconciles := e.settled(t, "converge_reconcile_duration_seconds", lbl)
 		rev := e.commit(t, "six migrations", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6")
 		req := e.request(t, local)
 		s, d := e.wait(t, local, time.Minute, "new revision applied", readyAt(rev))
 		t.Logf("new commit applied %s after the reconcile request", d)
+		// The apply patches the HyperConverged and the KubeVirt, whose
+		// watch events are converge's own writes, not drift: one commit,
+		// one reconcile.
+		if n := e.settled(t, "converge_reconcile_duration_seconds", lbl) - reconciles; n != 1 {
+			t.Errorf("%v reconciles for one commit, want 1", n)
+		}
 		if s.Status.LastHandledReconcileAt != req {
 			t.Errorf("lastHandledReconcileAt %q, want %q", s.Status.LastHandledReconcileAt, req)
 		}

@@ -18,10 +18,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/reconciler"
+	"github.com/converge-dev/converge/reconciler/inventory"
 )
 
 // DefaultKubeConfigKey is the Secret key of a target's kubeconfig when
@@ -90,6 +93,8 @@ type target struct {
 	// owners maps a HyperConverged (whose owner labels an object carries)
 	// to the Syncs that applied it into this target.
 	owners map[types.NamespacedName]map[types.NamespacedName]bool
+	// own tells the events of each Sync's own writes from drift.
+	own *ownWrites
 }
 
 func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options, lockdown Lockdown) *targets {
@@ -188,7 +193,7 @@ func (ts *targets) target(ctx context.Context, sync types.NamespacedName, key, n
 	}()
 	t := &target{name: name, version: version, config: cfg, cluster: cl, cancel: cancel,
 		pipelines: map[string]*reconciler.Pipeline{}, watching: map[schema.GroupVersionKind]bool{},
-		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}}
+		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}, own: newOwnWrites()}
 	ts.byKey[key] = t
 	ts.use(sync, key)
 	return t, nil
@@ -221,6 +226,7 @@ func (ts *targets) release(ctx context.Context, sync types.NamespacedName, key s
 			}
 		}
 		t.mu.Unlock()
+		t.own.forget(sync)
 	}
 	if key == "" || len(ts.users[key]) > 0 {
 		return
@@ -272,6 +278,7 @@ func (ts *targets) forget(ctx context.Context, sync types.NamespacedName) {
 			}
 		}
 		t.mu.Unlock()
+		t.own.forget(sync)
 	}
 }
 
@@ -298,7 +305,8 @@ func (t *target) pipeline(user string, scheme *runtime.Scheme, opts reconciler.O
 
 // watch records that sync applied the objects of hc into t and starts a
 // metadata-only watch for each of gvks not yet watched: an event on an
-// object carrying hc's owner labels enqueues every Sync that applied hc.
+// object carrying hc's owner labels enqueues every Sync that applied hc,
+// unless it is that Sync's own write (ownWrites).
 func (t *target) watch(ctx context.Context, c controller.Controller, gvks []schema.GroupVersionKind, hc, sync types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -315,8 +323,7 @@ func (t *target) watch(ctx context.Context, c controller.Controller, gvks []sche
 		}
 		obj := &metav1.PartialObjectMetadata{}
 		obj.SetGroupVersionKind(gvk)
-		src := source.Kind(t.cluster.GetCache(), obj,
-			handler.TypedEnqueueRequestsFromMapFunc(t.enqueue),
+		src := source.Kind(t.cluster.GetCache(), obj, t.handler(gvk.GroupKind()),
 			predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})
 		if err := c.Watch(src); err != nil {
 			log.FromContext(ctx).Error(err, "watching for drift", "target", t.name, "kind", gvk.String())
@@ -326,15 +333,44 @@ func (t *target) watch(ctx context.Context, c controller.Controller, gvks []sche
 	}
 }
 
-// enqueue maps an object to the Syncs that applied its owner HC.
-func (t *target) enqueue(_ context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+// handler gives the event handler of the watch of kind gk: each event
+// enqueues the Syncs that applied the object's owner HC and for which it
+// is not their own write (ownWrites.foreign).
+func (t *target) handler(gk schema.GroupKind) handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request] {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	enqueue := func(o *metav1.PartialObjectMetadata, deleted bool, q queue) {
+		ev := ownEvent{id: inventory.IDOf(o.GetNamespace(), o.GetName(), gk), version: o.GetResourceVersion(), deleted: deleted}
+		for _, s := range t.syncsOf(o) {
+			if t.own.foreign(s, ev) {
+				q.Add(reconcile.Request{NamespacedName: s})
+			}
+		}
+	}
+	return handler.TypedFuncs[*metav1.PartialObjectMetadata, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
+			enqueue(e.Object, false, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*metav1.PartialObjectMetadata], q queue) {
+			enqueue(e.ObjectNew, false, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*metav1.PartialObjectMetadata], q queue) {
+			enqueue(e.Object, true, q)
+		},
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*metav1.PartialObjectMetadata], q queue) {
+			enqueue(e.Object, false, q)
+		},
+	}
+}
+
+// syncsOf gives the Syncs that applied the owner HC of o.
+func (t *target) syncsOf(o *metav1.PartialObjectMetadata) []types.NamespacedName {
 	l := o.GetLabels()
 	hc := types.NamespacedName{Namespace: l[ownerNamespaceLabel], Name: l[ownerNameLabel]}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []reconcile.Request
+	var out []types.NamespacedName
 	for s := range t.owners[hc] {
-		out = append(out, reconcile.Request{NamespacedName: s})
+		out = append(out, s)
 	}
 	return out
 }
