@@ -87,14 +87,16 @@ var nodeRoleCalls = map[string][][]call{
 		calls("apiextensions.k8s.io", "customresourcedefinitions", "importcontroller watch.go WaitForCRD (internal/crdwait)", "get"),
 	},
 	// converge-node hostpath-csi --provision (nodeplane/csi/provisioner on
-	// sig-storage-lib-external-provisioner v13, leader election off).
+	// sig-storage-lib-external-provisioner v13, leader election off) and
+	// its resizer (nodeplane/csi/resizer: the same informers, PV patch).
 	"hostpath-provisioner-admin-csi": {
 		calls("", "persistentvolumes", "the library's informer (controller.go NewProvisionController)", "list", "watch"),
 		calls("", "persistentvolumes", "volume_store.go: the provisioned PV", "create"),
-		calls("", "persistentvolumes", "controller.go patchPersistentVolumeWithFinalizers", "patch"),
+		calls("", "persistentvolumes", "controller.go patchPersistentVolumeWithFinalizers; nodeplane/csi/resizer sync.go: spec.capacity", "patch"),
 		calls("", "persistentvolumes", "controller.go deleteVolumeOperation", "delete"),
 		calls("", "persistentvolumeclaims", "the library's informer", "list", "watch"),
 		calls("", "persistentvolumeclaims", "controller.go rescheduleProvisioning: removes the selected node", "update"),
+		calls("", "persistentvolumeclaims/status", "nodeplane/csi/resizer sync.go updateStatus: the resize's conditions and capacity", "update"),
 		calls("storage.k8s.io", "storageclasses", "the library's informer", "list", "watch"),
 		calls("", "events", "controller.go: record's EventSinkImpl", "create", "patch"),
 	},

@@ -32,6 +32,27 @@ func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch s
 	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), opts...)
 }
 
+// patchPV sends patch as a JSON merge patch of the PersistentVolume name,
+// as the resizer grows a PV's capacity.
+func patchPV(c client.Client, name, patch string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return mergePatch(ctx, c, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}, patch)
+	}
+}
+
+// claimCapacity sets status.capacity of claim to size with an update of
+// its status subresource, as the resizer's updateStatus (UpdateStatus).
+func claimCapacity(e *env, c client.Client, claim *corev1.PersistentVolumeClaim, size string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cur := &corev1.PersistentVolumeClaim{}
+		if err := e.admin.Get(ctx, client.ObjectKeyFromObject(claim), cur); err != nil {
+			return err
+		}
+		cur.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resourceQuantity(size)}
+		return c.Status().Update(ctx, cur)
+	}
+}
+
 // statusPatch sends patch as a JSON merge patch of obj's status
 // subresource.
 func statusPatch(ctx context.Context, c client.Client, obj client.Object, patch string, opts ...client.SubResourcePatchOption) error {

@@ -20,18 +20,19 @@ import (
 // The policies' messages (components/common #NodeRestriction, and each
 // component's own rules).
 const (
-	notOwnNode    = "may change only its own Node, the node of its Pod"
-	noNode        = "the request names no node"
-	foreignLabel  = "may add, change or remove only its own Node labels"
-	foreignAnno   = "may add, change or remove only its own Node annotations"
-	nodeSpec      = "may not change its Node's spec"
-	nodeMeta      = "may not change its Node's metadata other than its own labels and annotations"
-	nodeStatus    = "may change only its own Node status"
-	otherVMI      = "may change only the VMIs scheduled on its node (status.nodeName)"
-	otherPV       = "may create, change or delete only the PersistentVolumes of kubevirt.io.hostpath-provisioner on its node"
-	pvFinalizers  = "may change only the finalizers of a PersistentVolume"
-	otherPVC      = "may only remove volume.kubernetes.io/selected-node from the PersistentVolumeClaims selected for its node"
-	rbacForbidden = "cannot patch resource"
+	notOwnNode     = "may change only its own Node, the node of its Pod"
+	noNode         = "the request names no node"
+	foreignLabel   = "may add, change or remove only its own Node labels"
+	foreignAnno    = "may add, change or remove only its own Node annotations"
+	nodeSpec       = "may not change its Node's spec"
+	nodeMeta       = "may not change its Node's metadata other than its own labels and annotations"
+	nodeStatus     = "may change only its own Node status"
+	otherVMI       = "may change only the VMIs scheduled on its node (status.nodeName)"
+	otherPV        = "may create, change or delete only the PersistentVolumes of kubevirt.io.hostpath-provisioner on its node"
+	pvFinalizers   = "may change only the finalizers of a PersistentVolume"
+	otherPVC       = "may only remove volume.kubernetes.io/selected-node from the PersistentVolumeClaims selected for its node"
+	otherPVCStatus = "may write only the status of the PersistentVolumeClaims selected for its node"
+	rbacForbidden  = "cannot patch resource"
 )
 
 // step is one request of an agent: do must succeed (want "") or fail with
@@ -82,7 +83,7 @@ func TestNodeRestriction(t *testing.T) {
 
 	pvA, pvB := pv("pv-a", "kubevirt.io.hostpath-provisioner", nodeA), pv("pv-b", "kubevirt.io.hostpath-provisioner", nodeB)
 	must(t, e.admin.Create(ctx, pvB))
-	pvcA, pvcB := pvc(t, e, "claim-a", nodeA), pvc(t, e, "claim-b", nodeB)
+	pvcA, pvcB, pvcD := pvc(t, e, "claim-a", nodeA), pvc(t, e, "claim-b", nodeB), pvc(t, e, "claim-d", nodeA)
 
 	kvm := corev1.NodeCondition{Type: v1alpha1.KVMCondition, Status: corev1.ConditionTrue, Reason: "KVMAvailable", Message: "/dev/kvm opened"}
 	register := func(name string) func(ctx context.Context) error {
@@ -177,6 +178,14 @@ func TestNodeRestriction(t *testing.T) {
 		{"hostpath changes its PV's reclaim policy", func(ctx context.Context) error {
 			return hpA.Patch(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-a"}}, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"persistentVolumeReclaimPolicy":"Retain"}}`)))
 		}, pvFinalizers},
+		// The resizer: a larger capacity on its own PVs, the status of
+		// the claims selected for its node.
+		{"hostpath grows its PV", patchPV(hpA, "pv-a", `{"spec":{"capacity":{"storage":"2Gi"}}}`), ""},
+		{"hostpath shrinks its PV", patchPV(hpA, "pv-a", `{"spec":{"capacity":{"storage":"1Gi"}}}`), pvFinalizers},
+		{"hostpath grows its PV and changes its access modes", patchPV(hpA, "pv-a", `{"spec":{"capacity":{"storage":"3Gi"},"accessModes":["ReadWriteMany"]}}`), pvFinalizers},
+		{"hostpath grows another node's PV", patchPV(hpA, "pv-b", `{"spec":{"capacity":{"storage":"2Gi"}}}`), otherPV},
+		{"hostpath records a resize in its claim's status", claimCapacity(e, hpA, pvcD, "2Gi"), ""},
+		{"hostpath writes the status of another node's claim", claimCapacity(e, hpA, pvcB, "2Gi"), otherPVCStatus},
 		{"hostpath deletes another node's PV", func(ctx context.Context) error { return hpA.Delete(ctx, pvB) }, otherPV},
 		{"hostpath deletes its PV", func(ctx context.Context) error { return hpA.Delete(ctx, pvA) }, ""},
 		{"hostpath reschedules a claim selected for its node", reschedule(hpA, pvcA, nil), ""},
@@ -222,5 +231,10 @@ func TestNodeRestriction(t *testing.T) {
 	must(t, e.admin.Get(ctx, client.ObjectKeyFromObject(vmiA), v))
 	if v.Status.Phase != kubevirtv1.Scheduled || v.Status.NodeName != nodeA || len(v.Finalizers) == 0 {
 		t.Errorf("VMI on node A: phase %q node %q finalizers %v, want Scheduled on %s with the agent's finalizer", v.Status.Phase, v.Status.NodeName, v.Finalizers, nodeA)
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	must(t, e.admin.Get(ctx, client.ObjectKeyFromObject(pvcD), claim))
+	if got := claim.Status.Capacity[corev1.ResourceStorage]; got.String() != "2Gi" {
+		t.Errorf("claim-d status capacity %s, want the resizer's 2Gi", got.String())
 	}
 }
