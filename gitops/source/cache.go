@@ -161,9 +161,21 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 		return resolved{ref: ref.Commit, commit: h}, nil
 	}
 
-	name, err := c.remoteRef(ctx, remote, ref)
-	if err != nil {
-		return resolved{}, err
+	// A branch or tag is fetched by name: the fetch's own ref
+	// advertisement resolves it, one round trip (and, over git
+	// http-backend, one git process) fewer than listing first. A semver
+	// range or the remote's default branch needs the list.
+	var name plumbing.ReferenceName
+	switch {
+	case ref.Branch != "":
+		name = plumbing.NewBranchReferenceName(ref.Branch)
+	case ref.Tag != "":
+		name = plumbing.NewTagReferenceName(ref.Tag)
+	default:
+		var err error
+		if name, err = c.remoteRef(ctx, remote, ref); err != nil {
+			return resolved{}, err
+		}
 	}
 	local := plumbing.ReferenceName("refs/remotes/origin/" + name.Short())
 	if name.IsTag() {
@@ -174,6 +186,9 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 		depth = 1
 	}
 	if err := c.fetch(ctx, remote, depth, fmt.Sprintf("+%s:%s", name, local)); err != nil {
+		if errors.Is(err, ErrRefNotFound) {
+			return resolved{}, fmt.Errorf("%w: %s does not exist", ErrRefNotFound, ref)
+		}
 		return resolved{}, err
 	}
 	got, err := repo.Reference(local, false)
@@ -291,7 +306,7 @@ func (c *cache) fetch(ctx context.Context, remote *git.Remote, depth int, specs 
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
 	case errors.Is(err, git.NoMatchingRefSpecError{}):
-		// The ref disappeared between listing and fetching.
+		// The remote does not advertise the ref (any more).
 		return fmt.Errorf("fetch: %w: %w", ErrRefNotFound, err)
 	}
 	return classifyTransport(c.op(ctx, fctx, "fetch"), err)

@@ -18,7 +18,10 @@
 // scheme, "converge-local", at init; go-git's own "file" transport is left
 // alone. git:// URLs are rejected with [ErrUnsupportedScheme].
 //
-// Branch and tag refs are resolved on the remote at every Fetch. A SemVer
+// Branch and tag refs are resolved on the remote at every Fetch, by the
+// fetch's own ref advertisement (an HTTP fetch with nothing new is one
+// request); the remote's default branch and a SemVer range list the
+// remote's refs first. A SemVer
 // ref lists the remote's tags and picks the highest version in the range
 // (github.com/Masterminds/semver/v3, as Flux); the Artifact's Revision is
 // then "<tag>@sha1:<commit>" as for a Tag ref. A commit ref must be

@@ -99,6 +99,8 @@ var gitEnv = []string{
 type httpGit struct {
 	*httptest.Server
 	broken atomic.Value // string
+	// requests counts the requests served.
+	requests atomic.Int64
 }
 
 func newHTTPGit(t *testing.T, root string) *httpGit {
@@ -112,6 +114,7 @@ func newHTTPGit(t *testing.T, root string) *httpGit {
 	h := &httpGit{}
 	h.broken.Store("")
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
 		switch h.broken.Load().(string) {
 		case "all":
 			http.Error(w, "broken on purpose", http.StatusServiceUnavailable)
