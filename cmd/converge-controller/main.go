@@ -18,12 +18,13 @@
 // It is also the native operators (operators/operand): the virt operator
 // (operators/virt/virtoperator, KubeVirt CRs), the network operator
 // (operators/network/addonsoperator, NetworkAddonsConfigs), the CDI
-// operator (operators/cdi/cdioperator) and the HostPathProvisioner
-// operator (operators/hostpath/hppoperator) derive the
+// operator (operators/cdi/cdioperator), the HostPathProvisioner
+// operator (operators/hostpath/hppoperator) and the SSP operator
+// (operators/ssp/sspoperator) derive the
 // roles of the operand CRs marked converge.dev/operator: native, running
 // --node-image, and start converge-controller's own roles (virt-controller,
-// the VM validation webhook, the MAC pool, the DataVolume controller and
-// the upload token issuer) only while a native CR wants
+// the VM validation webhook, the MAC pool, the DataVolume controller,
+// the upload token issuer and the template validator) only while a native CR wants
 // them; when the last one goes the process ends with operand.ErrRoleGone
 // so that it restarts without them.
 package main
@@ -69,13 +70,13 @@ import (
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
 	"github.com/converge-dev/converge/operators/cdi/dataimportcron"
+	"github.com/converge-dev/converge/operators/cdi/datasource"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
 	"github.com/converge-dev/converge/operators/hco/clidownload"
 	"github.com/converge-dev/converge/operators/hco/hcowebhook"
 	"github.com/converge-dev/converge/operators/network/addonsoperator"
 	"github.com/converge-dev/converge/operators/network/macpool"
 	"github.com/converge-dev/converge/operators/operand"
-	"github.com/converge-dev/converge/operators/ssp/templatevalidator"
 	"github.com/converge-dev/converge/operators/virt/virtapi"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller"
 	"github.com/converge-dev/converge/operators/virt/virtoperator"
@@ -172,12 +173,12 @@ func run() error {
 	)
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
-	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; DataImportCrons polling registries into DataVolumes and DataSources; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
+	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; DataImportCrons polling registries into DataVolumes and DataSources, and the DataSources' Ready condition; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
 	flag.BoolVar(&vmValidation, "vm-validation", true, "serve the VM validation webhook (virt-api role): refuse VirtualMachines and VirtualMachineInstances using fields converge does not run, per docs/vmi-support.md, or a CPU model the KubeVirt CR marks obsolete (needs the webhook server; registered once a native KubeVirt CR exists)")
-	flag.BoolVar(&templateValidator, "template-validator", true, "serve SSP's template validator (a validating webhook): a VirtualMachine created from a template (labels vm.kubevirt.io/template, vm.kubevirt.io/template.namespace) must meet the Template's validations annotation, or its own vm.kubevirt.io/validations (registered once the VirtualMachine CRD exists; needs the webhook server)")
+	flag.BoolVar(&templateValidator, "template-validator", true, "serve SSP's template validator (a validating webhook, the SSP operator's template-validator role): a VirtualMachine created from a template (labels vm.kubevirt.io/template, vm.kubevirt.io/template.namespace) must meet the Template's validations annotation, or its own vm.kubevirt.io/validations (registered once the VirtualMachine CRD and a native SSP exist; needs the webhook server)")
 	flag.StringVar(&cliDownload.Dir, "cli-download-dir", "", "directory of converge CLI binaries (<arch>/<os>/converge[.exe], `make cli-binaries`) to serve over HTTPS with the webhook certificate, as HCO's cli-download serves virtctl; empty: not served")
 	flag.StringVar(&cliDownload.BindAddress, "cli-download-bind-address", ":8446", "address of the cli-download server (--cli-download-dir)")
 	flag.BoolVar(&virtAPI, "virt-api", true, "serve the aggregated API subresources.kubevirt.io/v1 (virt-api role: virtualmachines/start, stop, restart and virtualmachineinstances/console for virtctl, KubeVirt's client and converge vm), with the webhook certificate, and register its APIService once a native KubeVirt CR exists (needs the webhook Service and the issued certificate)")
@@ -312,6 +313,11 @@ func run() error {
 		if err := dataimportcron.Setup(mgr, dico); err != nil {
 			return err
 		}
+		dso := datasource.DefaultOptions()
+		dso.Gate = dvo.Gate
+		if err := datasource.Setup(mgr, dso); err != nil {
+			return err
+		}
 		var svc *types.NamespacedName
 		if ep != nil {
 			svc = ep.Service
@@ -356,11 +362,6 @@ func run() error {
 		if err := webhooks.Register(hcowebhook.Webhook(engine, localFacts)); err != nil {
 			return err
 		}
-		if templateValidator {
-			if err := webhooks.Register(templatevalidator.Webhook(templatevalidator.Options{Templates: mgr.GetAPIReader()})); err != nil {
-				return err
-			}
-		}
 	}
 	// The native operators: each consumes the operand CRs marked native
 	// and gates its converge-controller roles on them.
@@ -397,6 +398,9 @@ func run() error {
 		ctrl.Log.Info("MAC pool not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 	}
 	if err := addonsoperator.Setup(mgr, engine, no); err != nil {
+		return err
+	}
+	if err := setupSSPOperator(mgr, engine, oo, templateValidator, webhooks); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -197,10 +197,12 @@ func TestRolesRBACAudit(t *testing.T) {
 // or their bindings (components/virt userroles.cue: kubevirt.io:admin,
 // edit, view, default, migrate, instancetype.kubevirt.io:view): they bind
 // users and groups, not a node role's ServiceAccount, and are KubeVirt's
-// rule for rule (testdata/roles/virt/user-roles.txtar).
+// rule for rule (testdata/roles/virt/user-roles.txtar), and SSP's golden
+// images roles (components/ssp roles.cue: os-images.kubevirt.io:view,
+// edit), SSP's rule for rule (testdata/roles/ssp/templates.txtar).
 func userRole(o *unstructured.Unstructured) bool {
 	n := o.GetName()
-	return strings.HasPrefix(n, "kubevirt.io:") || strings.HasPrefix(n, "instancetype.kubevirt.io:")
+	return strings.HasPrefix(n, "kubevirt.io:") || strings.HasPrefix(n, "instancetype.kubevirt.io:") || strings.HasPrefix(n, "os-images.kubevirt.io:")
 }
 
 // nodeRoles derives the roles of a native KubeVirt, NetworkAddonsConfig
@@ -224,6 +226,8 @@ func nodeRoles(t *testing.T, e *graph.Engine) []*unstructured.Unstructured {
 			map[string]any{"pools": pools, "uploadKeysNamespace": "converge-system"}},
 		{map[string]any{"apiVersion": "hostpathprovisioner.kubevirt.io/v1beta1", "kind": "HostPathProvisioner",
 			"metadata": map[string]any{"name": "hostpath-provisioner", "annotations": native}, "spec": map[string]any{"storagePools": pools}}, nil},
+		{map[string]any{"apiVersion": "ssp.kubevirt.io/v1beta3", "kind": "SSP",
+			"metadata": map[string]any{"name": "ssp-kubevirt-hyperconverged", "namespace": "kubevirt-hyperconverged", "annotations": native}}, nil},
 	}
 	kinds := map[string]bool{}
 	var out []*unstructured.Unstructured

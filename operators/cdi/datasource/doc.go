@@ -1,0 +1,36 @@
+// Package datasource is the DataSource controller, CDI's
+// datasource-controller (containerized-data-importer
+// pkg/controller/datasource-controller.go, v1.64): it keeps each
+// cdi.kubevirt.io/v1beta1 DataSource's Ready condition and status.source
+// true to what its spec.source names, so that whoever consumes the
+// DataSource (a VM's dataVolumeTemplate sourceRef, virtctl, the console)
+// can tell a boot source that can be cloned from one that cannot yet.
+//
+// Ready (Ready), for the source the DataSource names — spec.source.pvc,
+// or the spec.source.pvc of the DataSource spec.source.dataSource names
+// (one level, as CDI resolves the chain; the namespace defaults to the
+// DataSource's):
+//
+//	source                                          Ready  reason
+//	----------------------------------------------  -----  ----------------------------
+//	PVC whose DataVolume has Succeeded              True   Ready
+//	PVC without a DataVolume, the PVC exists        True   Ready
+//	PVC whose DataVolume is in another phase        False  <the DataVolume's phase, Pending if unset>
+//	PVC and DataVolume both missing                 False  NotFound
+//	spec.source.dataSource missing                  False  NotFound
+//	spec.source.dataSource naming itself            False  SelfReference
+//	a chain of more than one spec.source.dataSource False  MaxDepthReached
+//	spec.source.snapshot                            False  SnapshotNotSupported
+//	no source                                       False  NoSource
+//
+// The snapshot row is converge's: the hostpath CSI driver has no volume
+// snapshots, so a snapshot source never becomes ready (CDI would report
+// the VolumeSnapshot's readiness). A condition's lastTransitionTime moves
+// when its status changes and lastHeartbeatTime when anything in it
+// changes; a reconcile that finds nothing new writes nothing (CDI
+// refreshes the heartbeat on every reconcile).
+//
+// It watches DataSources, and the DataVolumes and PVCs a DataSource names
+// (by namespace and name), so that an import finishing or a PVC going
+// moves the condition without a resync.
+package datasource
