@@ -43,7 +43,8 @@ type Options struct {
 // DefaultOptions polls for the CRDs every 5 s.
 func DefaultOptions() Options { return Options{CRDPoll: 5 * time.Second} }
 
-// Reconciler writes one DataSource's Ready condition and status.source.
+// Reconciler writes one DataSource's Ready condition and status.source:
+// the resolved source while Ready, empty otherwise.
 type Reconciler struct {
 	// Client reads the DataSources, DataVolumes and PVCs (the cache) and
 	// writes the DataSources' status.
@@ -62,8 +63,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("DataSource %s: %w", req.NamespacedName, err)
 	}
 	changed := setReady(ds, v, metav1.Now())
-	if !reflect.DeepEqual(ds.Status.Source, ds.Spec.Source) {
-		ds.Spec.Source.DeepCopyInto(&ds.Status.Source)
+	// status.source is the resolved source while Ready, empty otherwise
+	// (CDI's update).
+	source := cdiv1.DataSourceSource{}
+	if v.Status == corev1.ConditionTrue && v.Source != nil {
+		source = *v.Source
+	}
+	if !reflect.DeepEqual(ds.Status.Source, source) {
+		ds.Status.Source = source
 		changed = true
 	}
 	if !changed {

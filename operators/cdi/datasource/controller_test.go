@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,7 +73,8 @@ func waitReady(t *testing.T, c client.Client, name, want string) *cdiv1.DataSour
 
 // TestReady runs the DataSource controller on a real API server: each
 // DataSource's Ready condition as CDI's datasource-controller sets it for
-// its source (the package doc's table), status.source the spec's, and a
+// its source (the package doc's table), status.source the resolved
+// source while Ready and empty otherwise, and a
 // DataVolume finishing its import moves a DataSource naming it (directly
 // or through another DataSource) to Ready without a resync.
 func TestReady(t *testing.T) {
@@ -94,26 +96,30 @@ func TestReady(t *testing.T) {
 	p.Namespace = "elsewhere"
 	must(t, c.Create(ctx, p))
 
+	imported := fromPVC("", "imported")
 	cases := []struct {
 		name   string
 		source cdiv1.DataSourceSource
 		want   string
+		// resolved is status.source while Ready (nil: the spec's).
+		resolved *cdiv1.DataSourceSource
 	}{
-		{"dv-succeeded", fromPVC("", "imported"), "True Ready: DataSource is ready to be consumed"},
-		{"dv-importing", fromPVC(ns, "importing"), "False ImportInProgress: Import DataVolume phase ImportInProgress"},
-		{"dv-no-phase", fromPVC("", "fresh"), "False Pending: Import DataVolume phase Pending"},
-		{"pvc-only", fromPVC("", "plain"), "True Ready: DataSource is ready to be consumed"},
-		{"pvc-other-namespace", fromPVC("elsewhere", "far"), "True Ready: DataSource is ready to be consumed"},
-		{"missing", fromPVC("", "nothing"), "False NotFound: PVC not found"},
-		{"no-source", cdiv1.DataSourceSource{}, "False NoSource: No source PVC set"},
+		{"dv-succeeded", imported, "True Ready: DataSource is ready to be consumed", nil},
+		{"dv-importing", fromPVC(ns, "importing"), "False ImportInProgress: Import DataVolume phase ImportInProgress", nil},
+		{"dv-no-phase", fromPVC("", "fresh"), "False Pending: Import DataVolume phase Pending", nil},
+		{"pvc-only", fromPVC("", "plain"), "True Ready: DataSource is ready to be consumed", nil},
+		{"pvc-other-namespace", fromPVC("elsewhere", "far"), "True Ready: DataSource is ready to be consumed", nil},
+		{"missing", fromPVC("", "nothing"), "False NotFound: PVC not found", nil},
+		{"no-source", cdiv1.DataSourceSource{}, "False NoSource: No source PVC set", nil},
 		{"snapshot", cdiv1.DataSourceSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Name: "snap"}},
-			"False SnapshotNotSupported: spec.source.snapshot: converge's hostpath CSI driver has no volume snapshots; expected spec.source.pvc"},
-		{"ref", fromDataSource("dv-succeeded"), "True Ready: DataSource is ready to be consumed"},
-		{"ref-importing", fromDataSource("dv-importing"), "False ImportInProgress: Import DataVolume phase ImportInProgress"},
-		{"ref-missing", fromDataSource("nowhere"), "False NotFound: referenced DataSource os-images/nowhere not found"},
-		{"ref-self", fromDataSource("ref-self"), "False SelfReference: DataSource os-images/ref-self references itself"},
-		{"ref-chain", fromDataSource("ref"),
-			"False MaxDepthReached: DataSource os-images/ref-chain references DataSource os-images/ref, which references another: at most one level is followed"},
+			"False SnapshotNotSupported: spec.source.snapshot: converge's hostpath CSI driver has no volume snapshots; expected spec.source.pvc", nil},
+		{"ref", fromDataSource("dv-succeeded"), "True Ready: DataSource is ready to be consumed", &imported},
+		{"ref-importing", fromDataSource("dv-importing"), "False ImportInProgress: Import DataVolume phase ImportInProgress", nil},
+		{"ref-missing", fromDataSource("nowhere"), `False NotFound: DataSource.cdi.kubevirt.io "nowhere" not found`, nil},
+		{"ref-self", fromDataSource("ref-self"), "False SelfReference: DataSource cannot self-reference", nil},
+		{"ref-other-namespace", cdiv1.DataSourceSource{DataSource: &cdiv1.DataSourceRefSourceDataSource{Namespace: "elsewhere", Name: "x"}},
+			"False CrossNamespaceReference: DataSource cannot reference a DataSource in another namespace", nil},
+		{"ref-chain", fromDataSource("ref"), "False MaxReferenceDepthReached: DataSource reference chain exceeds maximum depth of 1", nil},
 	}
 	for _, tc := range cases {
 		must(t, c.Create(ctx, &cdiv1.DataSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}, Spec: cdiv1.DataSourceSpec{Source: tc.source}}))
@@ -126,8 +132,15 @@ func TestReady(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := waitReady(t, c, tc.name, tc.want)
-			if !reflect.DeepEqual(ds.Status.Source, ds.Spec.Source) {
-				t.Errorf("status.source %+v, want the spec's %+v", ds.Status.Source, ds.Spec.Source)
+			want := cdiv1.DataSourceSource{}
+			switch {
+			case tc.resolved != nil:
+				want = *tc.resolved
+			case strings.HasPrefix(tc.want, "True"):
+				want = ds.Spec.Source
+			}
+			if !reflect.DeepEqual(ds.Status.Source, want) {
+				t.Errorf("status.source %+v, want %+v (the resolved source while Ready, else empty)", ds.Status.Source, want)
 			}
 		})
 	}

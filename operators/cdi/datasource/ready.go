@@ -15,73 +15,78 @@ import (
 // Reasons of the Ready condition, CDI's (datasource-controller.go and
 // pkg/controller/common NotFound) and converge's SnapshotNotSupported.
 const (
-	ReasonReady                = "Ready"
-	ReasonNoSource             = "NoSource"
-	ReasonNotFound             = "NotFound"
-	ReasonSelfReference        = "SelfReference"
-	ReasonMaxDepthReached      = "MaxDepthReached"
-	ReasonSnapshotNotSupported = "SnapshotNotSupported"
+	ReasonReady                    = "Ready"
+	ReasonNoSource                 = "NoSource"
+	ReasonNotFound                 = "NotFound"
+	ReasonSelfReference            = "SelfReference"
+	ReasonCrossNamespaceReference  = "CrossNamespaceReference"
+	ReasonMaxReferenceDepthReached = "MaxReferenceDepthReached"
+	ReasonSnapshotNotSupported     = "SnapshotNotSupported"
 )
 
 // Verdict is what the Ready condition says: Status True or False, a
-// Reason and a Message.
+// Reason and a Message; Source is the source the DataSource resolves to
+// (its own spec.source, or that of the DataSource it references), nil
+// when the reference cannot be resolved.
 type Verdict struct {
 	Status  corev1.ConditionStatus
 	Reason  string
 	Message string
+	Source  *cdiv1.DataSourceSource
 }
 
 // Assess gives ds's Ready verdict, reading through r the DataSource its
-// spec.source.dataSource names and the DataVolume and PVC the source PVC
-// names (the table of the package doc). A read error other than not
-// found is returned.
+// spec.source.dataSource names (CDI's ResolveDataSourceChain: same
+// namespace, not itself, one level) and the DataVolume and PVC the
+// resolved source PVC names (the table of the package doc). A read error
+// other than not found is returned.
 func Assess(ctx context.Context, r client.Reader, ds *cdiv1.DataSource) (Verdict, error) {
-	src := ds.Spec.Source
-	if ref := src.DataSource; ref != nil {
+	resolved := ds
+	if ref := ds.Spec.Source.DataSource; ref != nil {
 		ns := ref.Namespace
 		if ns == "" {
 			ns = ds.Namespace
 		}
-		if ns == ds.Namespace && ref.Name == ds.Name {
-			return Verdict{corev1.ConditionFalse, ReasonSelfReference, fmt.Sprintf("DataSource %s/%s references itself", ns, ref.Name)}, nil
+		switch {
+		case ns != ds.Namespace:
+			return Verdict{Status: corev1.ConditionFalse, Reason: ReasonCrossNamespaceReference, Message: "DataSource cannot reference a DataSource in another namespace"}, nil
+		case ref.Name == ds.Name:
+			return Verdict{Status: corev1.ConditionFalse, Reason: ReasonSelfReference, Message: "DataSource cannot self-reference"}, nil
 		}
-		target := &cdiv1.DataSource{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, target); err != nil {
+		resolved = &cdiv1.DataSource{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, resolved); err != nil {
 			if apierrors.IsNotFound(err) {
-				return Verdict{corev1.ConditionFalse, ReasonNotFound, fmt.Sprintf("referenced DataSource %s/%s not found", ns, ref.Name)}, nil
+				return Verdict{Status: corev1.ConditionFalse, Reason: ReasonNotFound, Message: err.Error()}, nil
 			}
 			return Verdict{}, fmt.Errorf("reading DataSource %s/%s: %w", ns, ref.Name, err)
 		}
-		if target.Spec.Source.DataSource != nil {
-			return Verdict{corev1.ConditionFalse, ReasonMaxDepthReached, fmt.Sprintf("DataSource %s/%s references DataSource %s/%s, which references another: at most one level is followed", ds.Namespace, ds.Name, ns, ref.Name)}, nil
-		}
-		src = target.Spec.Source
-		// The referenced DataSource's own PVC namespace defaults to
-		// its namespace.
-		if src.PVC != nil && src.PVC.Namespace == "" {
-			pvc := *src.PVC
-			pvc.Namespace = ns
-			src.PVC = &pvc
+		if resolved.Spec.Source.DataSource != nil {
+			return Verdict{Status: corev1.ConditionFalse, Reason: ReasonMaxReferenceDepthReached, Message: "DataSource reference chain exceeds maximum depth of 1"}, nil
 		}
 	}
+	src := resolved.Spec.Source
+	var v Verdict
+	var err error
 	switch {
 	case src.PVC != nil:
 		ns := src.PVC.Namespace
 		if ns == "" {
 			ns = ds.Namespace
 		}
-		return assessPVC(ctx, r, types.NamespacedName{Namespace: ns, Name: src.PVC.Name})
+		v, err = assessPVC(ctx, r, types.NamespacedName{Namespace: ns, Name: src.PVC.Name})
 	case src.Snapshot != nil:
-		return Verdict{corev1.ConditionFalse, ReasonSnapshotNotSupported, "spec.source.snapshot: converge's hostpath CSI driver has no volume snapshots; expected spec.source.pvc"}, nil
+		v = Verdict{Status: corev1.ConditionFalse, Reason: ReasonSnapshotNotSupported, Message: "spec.source.snapshot: converge's hostpath CSI driver has no volume snapshots; expected spec.source.pvc"}
 	default:
-		return Verdict{corev1.ConditionFalse, ReasonNoSource, "No source PVC set"}, nil
+		v = Verdict{Status: corev1.ConditionFalse, Reason: ReasonNoSource, Message: "No source PVC set"}
 	}
+	v.Source = src.DeepCopy()
+	return v, err
 }
 
 // assessPVC judges the source PVC key as CDI's handlePvcSource: its
 // DataVolume's phase when there is one, else whether the PVC exists.
 func assessPVC(ctx context.Context, r client.Reader, key types.NamespacedName) (Verdict, error) {
-	ready := Verdict{corev1.ConditionTrue, ReasonReady, "DataSource is ready to be consumed"}
+	ready := Verdict{Status: corev1.ConditionTrue, Reason: ReasonReady, Message: "DataSource is ready to be consumed"}
 	dv := &cdiv1.DataVolume{}
 	err := r.Get(ctx, key, dv)
 	switch {
@@ -93,13 +98,13 @@ func assessPVC(ctx context.Context, r client.Reader, key types.NamespacedName) (
 			// Not yet reconciled by the DataVolume controller.
 			phase = string(cdiv1.Pending)
 		}
-		return Verdict{corev1.ConditionFalse, phase, fmt.Sprintf("Import DataVolume phase %s", phase)}, nil
+		return Verdict{Status: corev1.ConditionFalse, Reason: phase, Message: fmt.Sprintf("Import DataVolume phase %s", phase)}, nil
 	case !apierrors.IsNotFound(err):
 		return Verdict{}, fmt.Errorf("reading DataVolume %s: %w", key, err)
 	}
 	if err := r.Get(ctx, key, &corev1.PersistentVolumeClaim{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Verdict{corev1.ConditionFalse, ReasonNotFound, "PVC not found"}, nil
+			return Verdict{Status: corev1.ConditionFalse, Reason: ReasonNotFound, Message: "PVC not found"}, nil
 		}
 		return Verdict{}, fmt.Errorf("reading PVC %s: %w", key, err)
 	}
