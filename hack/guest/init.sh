@@ -190,9 +190,23 @@ if [ -n "$runcloudinit" ]; then
 		done
 	) &
 fi
+# disksizes prints "CONVERGE-GUEST-DISK <vdX> <bytes>" for each virtio
+# disk whose size is new since its last call (every disk at the first):
+# a disk grown under the running guest (a PVC expansion) is told on the
+# console within 2 s.
+disksizes() {
+	for b in /sys/block/vd*; do
+		[ -e "$b/size" ] || continue
+		echo "CONVERGE-GUEST-DISK ${b#/sys/block/} $(($(cat "$b/size") * 512))"
+	done >/tmp/disksizes.new
+	[ -s /tmp/disksizes ] || echo none >/tmp/disksizes # busybox grep -f: an empty file matches all
+	grep -vxF -f /tmp/disksizes /tmp/disksizes.new
+	mv /tmp/disksizes.new /tmp/disksizes
+}
 i=0
 while true; do
 	echo "CONVERGE-GUEST-OK $(hostname) $(uname -r) tick=$i"
+	disksizes
 	i=$((i + 1))
 	sleep 2
 done

@@ -8,7 +8,9 @@
 // /etc/udhcpc.sh and init.sh as /init, and a bootable disk holding both.
 //
 // On the serial console (console=ttyS0) init prints
-// "CONVERGE-GUEST-OK <hostname> <kernel release> tick=<n>" every 2 s; the
+// "CONVERGE-GUEST-OK <hostname> <kernel release> tick=<n>" every 2 s, and
+// "CONVERGE-GUEST-DISK <vdX> <bytes>" for each virtio disk at the first
+// tick and whenever its size changes (a disk grown online); the
 // hostname comes from converge.hostname= on the kernel command line (or
 // cloud-init's meta-data). With converge.ip=ADDR/PREFIX it gives eth0
 // that address and prints "CONVERGE-GUEST-NET <hostname> mac=<eth0 MAC>

@@ -43,4 +43,7 @@ const (
 	// MarkerDHCP is printed once per DHCP lease: "<hostname>
 	// ip=ADDR/PREFIX router=GW".
 	MarkerDHCP = "CONVERGE-GUEST-DHCP"
+	// MarkerDisk is printed for each virtio disk at boot and whenever its
+	// size changes: "<vdX> <bytes>".
+	MarkerDisk = "CONVERGE-GUEST-DISK"
 )

@@ -46,6 +46,10 @@
 // VolumesNotReady, and is retried, as KubeVirt's VMI waits for its
 // volumes.
 //
+// With Options.Domain.ResolvePVC set, the disks of a running domain
+// follow their claims' growth (see expand.go, as KubeVirt's ExpandDisks)
+// and status.volumeStatus lists the claims' volumes.
+//
 // A domain carrying converge's metadata (domain.Metadata) that no VMI
 // claims, by name and UID, is an orphan: it is shut down (OrphanGracePeriod),
 // destroyed and undefined. Domains without converge's metadata are never
@@ -438,6 +442,7 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 	}
 	return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) {
 		a.observe(st, vmi, d, res)
+		a.expandDisks(st, vmi, d, res)
 		if netErr != nil && st.Phase == kubevirtv1.Running {
 			a.setReady(st, false, "NetworkNotReady", netErr.Error())
 		}

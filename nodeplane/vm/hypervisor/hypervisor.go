@@ -91,6 +91,15 @@ type Hypervisor interface {
 	Lookup(name string) (Domain, error)
 	// List gives every domain of the connection, converge's or not.
 	List() ([]Domain, error)
+	// BlockCapacity gives the capacity in bytes the running domain's disk
+	// of target device dev ("vda") has (libvirt virDomainGetBlockInfo).
+	BlockCapacity(name, dev string) (uint64, error)
+	// BlockResize grows the running domain's disk of target device dev to
+	// bytes, online (libvirt virDomainBlockResize with
+	// VIR_DOMAIN_BLOCK_RESIZE_BYTES: QEMU's block_resize, which extends a
+	// raw file and tells the guest the new size). The guest's device
+	// grows; its partitions and filesystems do not.
+	BlockResize(name, dev string, bytes uint64) error
 	// Events delivers lifecycle events until ctx ends, then closes the
 	// channel. Events may be dropped when the receiver lags: they are only
 	// a hint to look again.

@@ -279,6 +279,29 @@ func (c *Conn) Undefine(name string) error {
 	})
 }
 
+// BlockCapacity gives the capacity of the domain's disk dev
+// (virDomainGetBlockInfo).
+func (c *Conn) BlockCapacity(name, dev string) (uint64, error) {
+	var n uint64
+	err := c.withDomain("block info of "+dev, name, func(d *lv.Domain) error {
+		info, err := d.GetBlockInfo(dev, 0)
+		if err != nil {
+			return err
+		}
+		n = info.Capacity
+		return nil
+	})
+	return n, err
+}
+
+// BlockResize grows the domain's disk dev to bytes (virDomainBlockResize,
+// VIR_DOMAIN_BLOCK_RESIZE_BYTES).
+func (c *Conn) BlockResize(name, dev string, bytes uint64) error {
+	return c.withDomain("block resize of "+dev, name, func(d *lv.Domain) error {
+		return d.BlockResize(dev, bytes, lv.DOMAIN_BLOCK_RESIZE_BYTES)
+	})
+}
+
 // Lookup gives the named domain's state and XML.
 func (c *Conn) Lookup(name string) (hypervisor.Domain, error) {
 	var out hypervisor.Domain

@@ -57,8 +57,11 @@ func notFound(err error) error {
 // PVCResolver finds the disk of a PersistentVolumeClaim on this node: the
 // PV it is bound to, as the hostpath CSI driver lays out its volumes
 // (importcontroller.Resolve: <pool>/<volume>/data/disk.img for a
-// Filesystem volume, the volume's block device file for a Block one).
-// Its Resolve is domain.Options.ResolvePVC.
+// Filesystem volume, the volume's block device file for a Block one),
+// with the claim's status.capacity as the DiskSource's Capacity (the
+// size the VM agent grows a running domain's disk to; no filesystem
+// overhead is kept, as importcontroller fills disk.img to the full
+// capacity). Its Resolve is domain.Options.ResolvePVC.
 type PVCResolver struct {
 	// Client reads PVCs, PVs and, for a PVC a DataVolume owns, the
 	// DataVolume (get only); its scheme must know cdi.kubevirt.io/v1beta1.
@@ -132,7 +135,8 @@ func (r PVCResolver) Resolve(namespace, claim string) (domain.DiskSource, error)
 	if !ok {
 		return domain.DiskSource{}, fmt.Errorf("%s: PersistentVolume %s is not a volume of CSI driver %s on node %s: the VMI runs on the node of its volumes", id, pv.Name, r.Volumes.DriverName, r.Volumes.NodeName)
 	}
-	return domain.DiskSource{Path: vol.Path, Block: vol.Block, Format: domain.FormatRaw}, nil
+	capacity := pvc.Status.Capacity[corev1.ResourceStorage]
+	return domain.DiskSource{Path: vol.Path, Block: vol.Block, Format: domain.FormatRaw, Capacity: capacity.Value()}, nil
 }
 
 func phaseOr(phase, fallback string) string {
