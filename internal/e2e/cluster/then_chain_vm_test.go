@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
@@ -49,7 +50,9 @@ import (
 // its addresses by DHCP on the pod network (KubeVirt's masquerade address)
 // and on the bridge (an address of the NAD's range); `converge vm
 // console` reads its marker; the Sync is Ready at the commit (the VM is
-// healthy); a commit changing the VM's memory is applied to the VM, and
+// healthy); for the DataVolume, its PVC's request raised from 64Mi to
+// 128Mi reaches the running guest, which sees its root disk grow
+// (expandRootDisk); a commit changing the VM's memory is applied to the VM, and
 // after `converge vm restart` its new VMI has that memory, as its domain;
 // a commit removing the VM prunes the VM, its VMI, DataVolume, PVC and
 // PV, and leaves nothing of it on the node (no domain in the agent's
@@ -284,6 +287,9 @@ func runChain(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Clien
 		return err == nil, fmt.Sprint(err)
 	})
 	st.do("the Sync is Ready at the commit (the VM healthy)", 3*time.Minute, syncApplied(ctx, e, sha))
+	if c.dataVolume != "" {
+		expandRootDisk(ctx, st, vc, c)
+	}
 
 	// memory: the VM takes the commit; a restart makes a VMI with it
 	sha = commit(t, ctx, e, repo, "vm chain: "+c.vm+" memory "+chainMemoryAfter, map[string]string{c.file(): c.vmYAML(chainMemoryAfter, marker)})
@@ -414,4 +420,33 @@ func chainState(ctx context.Context, e *cluster.Env, vc client.Client, c chainCa
 	}
 	fmt.Fprintf(&b, "serial log %s:\n%s\n", c.serialLog(), tail(logFrom(c.serialLog(), 0), 2000))
 	return b.String()
+}
+
+// expandRootDisk raises the request of the DataVolume's PVC of c from its
+// 64Mi to 128Mi while the VM runs (as a KubeVirt user expands a VM's
+// disk): the resizer grows the volume (status.capacity 128Mi), the VM
+// agent grows the running domain's disk (blockresize, on its next pass:
+// its resync is 30 s) and the guest, not restarted, prints its vda at
+// 128 MiB on the console.
+func expandRootDisk(ctx context.Context, st *step, vc client.Client, c chainCase) {
+	large := resource.MustParse("128Mi")
+	before := fileSize(c.serialLog())
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: chainNS, Name: c.dataVolume}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"`+large.String()+`"}}}}`))
+	st.do("the DataVolume's PVC takes a request of "+large.String(), time.Minute, func() (bool, string) {
+		err := vc.Patch(ctx, pvc, patch)
+		return err == nil, fmt.Sprint(err)
+	})
+	st.do("the PVC's status.capacity grows to "+large.String(), 2*time.Minute, func() (bool, string) {
+		if err := vc.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+			return false, err.Error()
+		}
+		got := pvc.Status.Capacity[corev1.ResourceStorage]
+		return got.Cmp(large) == 0, fmt.Sprintf("status.capacity %s conditions %+v", got.String(), pvc.Status.Conditions)
+	})
+	line := fmt.Sprintf("%s vda %d", guestimage.MarkerDisk, large.Value())
+	st.do("the running guest sees its root disk at "+large.String(), 3*time.Minute, func() (bool, string) {
+		log := logFrom(c.serialLog(), before)
+		return strings.Contains(log, line), tail(log, 1500)
+	})
 }
