@@ -58,8 +58,8 @@ func deref(s *string) string {
 
 // contentSource gives the CreateVolume content source of a claim: nil
 // without a data source, the source volume for a PersistentVolumeClaim
-// (a clone, see cloneSource). A VolumeSnapshot is InvalidArgument (restore
-// is not provisioned here yet); any other kind is an IgnoredError, left to
+// (a clone, see cloneSource), the snapshot for a VolumeSnapshot (a
+// restore, see snapshotSource); any other kind is an IgnoredError, left to
 // its volume populator as csi-provisioner does.
 func (p *Provisioner) contentSource(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*csi.VolumeContentSource, controller.ProvisioningState, error) {
 	ds, err := claimDataSource(claim)
@@ -72,7 +72,7 @@ func (p *Provisioner) contentSource(ctx context.Context, claim *corev1.Persisten
 	case ds.kind == kindPVC && ds.apiGroup == "":
 		return p.cloneSource(ctx, claim, ds.name)
 	case ds.kind == kindSnapshot && ds.apiGroup == snapshotAPIGroup:
-		return nil, controller.ProvisioningFinished, status.Errorf(codes.InvalidArgument, "PersistentVolumeClaim %s/%s: data source VolumeSnapshot %s: restoring a snapshot is not supported by this provisioner", claim.Namespace, claim.Name, ds.name)
+		return p.snapshotSource(ctx, claim, ds.name)
 	}
 	return nil, controller.ProvisioningFinished, &controller.IgnoredError{Reason: fmt.Sprintf("data source (%s) is not handled by the provisioner, assuming an external populator will provision it", ds.kind)}
 }

@@ -41,7 +41,16 @@
 // finalizer on the source (csi-provisioner's CloningProtectionController):
 // the copy runs inside the synchronous in-process CreateVolume, and the
 // driver answers Aborted to deleting a volume being copied from, so the
-// source's volume outlives the copy anyway. A VolumeSnapshot data source
-// is refused (restore is not provisioned here); any other kind is left to
-// its volume populator.
+// source's volume outlives the copy anyway. Any other kind is left to its
+// volume populator.
+//
+// Restores. A claim whose data source is a snapshot.storage.k8s.io
+// VolumeSnapshot (Options.Snapshots set; refused without it) gets
+// CreateVolume with the snapshot handle of the snapshot's bound
+// VolumeSnapshotContent as content source, checked as csi-provisioner's
+// getSnapshotSource: the snapshot not being deleted, bound to a content
+// bound back to it, of this driver, with a snapshot handle, readyToUse,
+// and a restoreSize not above the claim's request. What may become ready
+// is retried (FailedPrecondition); a content of another driver or a
+// too-small request is final (InvalidArgument).
 package provisioner

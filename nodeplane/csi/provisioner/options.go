@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -18,6 +19,10 @@ type Options struct {
 	// persistentvolumeclaims and persistentvolumes for clones (their
 	// source PVC and its PV). Required.
 	Client kubernetes.Interface
+	// Snapshots reads VolumeSnapshots and VolumeSnapshotContents (get)
+	// for claims restored from a snapshot; nil refuses such claims
+	// (InvalidArgument).
+	Snapshots snapclientset.Interface
 	// Identity, Controller and Node are the driver's CSI services, called
 	// in-process: GetPluginInfo (the provisioner name), NodeGetInfo (the
 	// node and its topology), CreateVolume and DeleteVolume. Required.

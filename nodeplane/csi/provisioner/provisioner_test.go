@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -37,6 +39,10 @@ type fixture struct {
 	// driver.
 	pools   map[string]string
 	drivers map[string]*hostpath.Driver
+	// snaps is a snapshot.storage.k8s.io client (the CRDs are installed
+	// by the tests that restore, see installSnapshotCRDs).
+	snaps snapclientset.Interface
+	cfg   *rest.Config
 }
 
 // start runs the control plane with kube-controller-manager's PV
@@ -50,7 +56,11 @@ func start(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{c: c, cs: cs, pools: map[string]string{}, drivers: map[string]*hostpath.Driver{}}
+	snaps, err := snapclientset.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{c: c, cs: cs, pools: map[string]string{}, drivers: map[string]*hostpath.Driver{}, snaps: snaps, cfg: env.Config}
 	f.pool = f.startNode(t, node)
 	wffc, immediate := storagev1.VolumeBindingWaitForFirstConsumer, storagev1.VolumeBindingImmediate
 	del := corev1.PersistentVolumeReclaimDelete
@@ -85,6 +95,7 @@ func (f *fixture) startNode(t *testing.T, n string) string {
 	}
 	po := provisioner.DefaultOptions()
 	po.Client, po.Identity, po.Controller, po.Node = f.cs, d.Identity(), d.Controller(), d.Node()
+	po.Snapshots = f.snaps
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := provisioner.New(ctx, po)
 	if err != nil {
