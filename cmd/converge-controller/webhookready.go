@@ -25,17 +25,24 @@ import (
 func webhookReachable(r client.Reader, svc types.NamespacedName, interval time.Duration) func(ctx context.Context) error {
 	var reached atomic.Bool
 	return func(ctx context.Context) error {
+		var last error
 		for !reached.Load() {
 			ok, err := hasReadyEndpoint(ctx, r, svc)
 			switch {
 			case err != nil:
-				return fmt.Errorf("Service %s: reading its EndpointSlices: %w", svc, err)
+				// Read again at the next tick: a failed read (the API
+				// server busy, the client's rate limiter refusing a wait
+				// past ctx's deadline) is no answer either way.
+				last = err
 			case ok:
 				reached.Store(true)
 				continue
 			}
 			select {
 			case <-ctx.Done():
+				if last != nil {
+					return fmt.Errorf("Service %s: no ready endpoint yet (last read of its EndpointSlices: %v): %w", svc, last, ctx.Err())
+				}
 				return fmt.Errorf("Service %s: no ready endpoint yet: %w", svc, ctx.Err())
 			case <-time.After(interval):
 			}

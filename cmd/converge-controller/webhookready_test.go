@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
@@ -71,3 +73,24 @@ func TestWebhookReachable(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// failingReader is a client.Reader whose every List fails, as a client
+// whose rate limiter refuses a wait past the deadline.
+type failingReader struct{ client.Reader }
+
+func (failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("rate: Wait(n=1) would exceed context deadline")
+}
+
+// TestWebhookReachableReadErrors: a failed read holds the gate (read again
+// at the next tick) and, at the deadline, the error wraps ctx's and names
+// the last read error.
+func TestWebhookReachableReadErrors(t *testing.T) {
+	gate := webhookReachable(failingReader{}, types.NamespacedName{Namespace: "default", Name: "converge-controller"}, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := gate(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "would exceed context deadline") {
+		t.Fatalf("gate gave %v, want it held until the deadline, naming the last read error", err)
+	}
+}
