@@ -65,9 +65,12 @@ func (w *ownWrites) wrote(sync types.NamespacedName, id, version string) {
 }
 
 // end ends sync's apply: its own versions become the writes recorded
-// since begin plus the entries of inv (the inventory saved; nil when the
-// apply saved none). It returns true when an event held meanwhile was
-// not sync's own: the caller must reconcile sync again.
+// since begin plus the entries of inv (the inventory saved). An apply
+// that saved none (inv nil: it failed before) adds its writes to what
+// the last one left and keeps that inventory's IDs, so a deletion of an
+// object applied before still counts as drift. It returns true when an
+// event held meanwhile was not sync's own (after a failed apply: any
+// event held): the caller must reconcile sync again.
 func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (foreign bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,12 +78,20 @@ func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (for
 	if own == nil {
 		own = map[ownEvent]bool{}
 	}
-	ids := map[string]bool{}
-	if inv != nil {
-		for _, e := range inv.Entries {
-			own[ownEvent{id: e.ID, version: e.ResourceVersion}] = true
-			ids[e.ID] = true
+	if inv == nil {
+		for ev := range w.own[sync] {
+			own[ev] = true
 		}
+		w.own[sync] = own
+		foreign = len(w.held[sync]) > 0
+		delete(w.writes, sync)
+		delete(w.held, sync)
+		return foreign
+	}
+	ids := map[string]bool{}
+	for _, e := range inv.Entries {
+		own[ownEvent{id: e.ID, version: e.ResourceVersion}] = true
+		ids[e.ID] = true
 	}
 	w.own[sync], w.ids[sync] = own, ids
 	for _, ev := range w.held[sync] {

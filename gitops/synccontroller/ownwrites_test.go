@@ -35,9 +35,11 @@ func TestOwnWrites(t *testing.T) {
 		{name: "deletion of an applied object is drift, of a pruned one is not",
 			inv: inv, during: []ownEvent{del("pruned")},
 			after: []ownEvent{del("kv"), del("pruned")}, wantEnqueued: []bool{true, false}},
-		{name: "failed apply without an inventory: every later update is foreign",
-			writes: []write{{"kv", "9"}}, during: []ownEvent{upd("kv", "9")},
+		{name: "failed apply without an inventory and nothing held before",
+			writes: []write{{"kv", "9"}},
 			after: []ownEvent{upd("hc", "12"), upd("kv", "9")}, wantEnqueued: []bool{true, false}},
+		{name: "failed apply without an inventory: any held event requeues",
+			writes: []write{{"kv", "9"}}, during: []ownEvent{upd("kv", "9")}, wantRequeue: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newOwnWrites()
@@ -64,6 +66,22 @@ func TestOwnWrites(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a failed apply keeps the last inventory's IDs and versions", func(t *testing.T) {
+		w := newOwnWrites()
+		w.begin(s)
+		w.end(s, inv)
+		w.begin(s)
+		w.wrote(s, "kv", "10")
+		w.end(s, nil)
+		for _, c := range []struct {
+			ev   ownEvent
+			want bool
+		}{{del("kv"), true}, {upd("hc", "12"), false}, {upd("kv", "10"), false}, {upd("kv", "11"), true}} {
+			if got := w.foreign(s, c.ev); got != c.want {
+				t.Errorf("event %+v after a failed apply: foreign = %v, want %v", c.ev, got, c.want)
+			}
+		}
+	})
 	t.Run("wrote outside an apply is ignored", func(t *testing.T) {
 		w := newOwnWrites()
 		w.wrote(s, "hc", "5")
