@@ -37,7 +37,7 @@ func TestOwnWrites(t *testing.T) {
 			after: []ownEvent{del("kv"), del("pruned")}, wantEnqueued: []bool{true, false}},
 		{name: "failed apply without an inventory and nothing held before",
 			writes: []write{{"kv", "9"}},
-			after: []ownEvent{upd("hc", "12"), upd("kv", "9")}, wantEnqueued: []bool{true, false}},
+			after:  []ownEvent{upd("hc", "12"), upd("kv", "9")}, wantEnqueued: []bool{true, false}},
 		{name: "failed apply without an inventory: any held event requeues",
 			writes: []write{{"kv", "9"}}, during: []ownEvent{upd("kv", "9")}, wantRequeue: true},
 	} {
