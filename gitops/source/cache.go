@@ -206,8 +206,10 @@ func (c *cache) update(ctx context.Context, repo *git.Repository, ref Ref) (reso
 	return res, nil
 }
 
-// remoteRef lists the remote's refs and returns the full name ref selects,
-// or an error wrapping ErrRefNotFound when the remote has no such ref.
+// remoteRef lists the remote's refs and returns the full name of the tag
+// ref's SemVer range selects, or else of the remote's default branch, or
+// an error wrapping ErrRefNotFound when there is none. Branch and tag refs
+// are fetched by name without it (update).
 func (c *cache) remoteRef(ctx context.Context, remote *git.Remote, ref Ref) (plumbing.ReferenceName, error) {
 	lctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -224,21 +226,10 @@ func (c *cache) remoteRef(ctx context.Context, remote *git.Remote, ref Ref) (plu
 	for _, r := range list {
 		refs[r.Name()] = r
 	}
-	var name plumbing.ReferenceName
-	switch {
-	case ref.Branch != "":
-		name = plumbing.NewBranchReferenceName(ref.Branch)
-	case ref.Tag != "":
-		name = plumbing.NewTagReferenceName(ref.Tag)
-	case ref.SemVer != "":
+	if ref.SemVer != "" {
 		return highestTag(refs, ref.SemVer)
-	default:
-		return defaultBranch(refs)
 	}
-	if _, ok := refs[name]; !ok {
-		return "", fmt.Errorf("%w: %s does not exist", ErrRefNotFound, ref)
-	}
-	return name, nil
+	return defaultBranch(refs)
 }
 
 // defaultBranch returns the branch the remote's HEAD points to. When the
