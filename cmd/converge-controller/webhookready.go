@@ -28,12 +28,12 @@ func webhookReachable(r client.Reader, svc types.NamespacedName, interval time.D
 		var last error
 		for !reached.Load() {
 			ok, err := hasReadyEndpoint(ctx, r, svc)
+			last = err
 			switch {
 			case err != nil:
 				// Read again at the next tick: a failed read (the API
 				// server busy, the client's rate limiter refusing a wait
 				// past ctx's deadline) is no answer either way.
-				last = err
 			case ok:
 				reached.Store(true)
 				continue

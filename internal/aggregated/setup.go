@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/converge-dev/converge/internal/webhook"
 )
@@ -65,7 +66,7 @@ func Setup(mgr ctrl.Manager, o SetupOptions, newAPI func(c client.Client, log lo
 	log := mgr.GetLogger().WithName(api.Component)
 	o.Certs.AddTargets(webhook.Target{Kind: webhook.APIService, Name: api.APIServiceName()})
 	serving := make(chan struct{})
-	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+	if err := mgr.Add(webhook.EveryReplica(func(ctx context.Context) error {
 		select {
 		case <-o.Certs.Ready():
 		case <-ctx.Done():
@@ -91,7 +92,9 @@ func Setup(mgr ctrl.Manager, o SetupOptions, newAPI func(c client.Client, log lo
 	})); err != nil {
 		return err
 	}
-	return mgr.Add(leaderOnly(func(ctx context.Context) error {
+	// The APIService registration runs on the leader only (a
+	// RunnableFunc needs leader election).
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if o.Gate != nil {
 			if err := o.Gate(ctx); err != nil {
 				return nil // ctx ended
@@ -119,15 +122,3 @@ func Setup(mgr ctrl.Manager, o SetupOptions, newAPI func(c client.Client, log lo
 		return nil
 	}))
 }
-
-// everyReplica and leaderOnly are manager runnables that run on every
-// replica and on the leader only.
-type everyReplica func(ctx context.Context) error
-
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-func (f everyReplica) NeedLeaderElection() bool        { return false }
-
-type leaderOnly func(ctx context.Context) error
-
-func (f leaderOnly) Start(ctx context.Context) error { return f(ctx) }
-func (f leaderOnly) NeedLeaderElection() bool        { return true }

@@ -20,14 +20,19 @@ import (
 // serve error ends the manager.
 func (m *Manager) AddServer(mgr manager.Manager, what, bindAddress string, h http.Handler, gate func(context.Context) error) error {
 	log := mgr.GetLogger().WithName(what)
-	return mgr.Add(everyReplica(func(ctx context.Context) error {
+	return mgr.Add(EveryReplica(func(ctx context.Context) error {
 		select {
 		case <-m.Ready():
 		case <-ctx.Done():
 			return nil
 		}
-		if gate != nil && gate(ctx) != nil {
-			return nil // ctx ended
+		if gate != nil {
+			if err := gate(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil // the manager stopped first
+				}
+				return fmt.Errorf("%s: %w", what, err)
+			}
 		}
 		l, err := net.Listen("tcp", bindAddress)
 		if err != nil {
@@ -51,9 +56,14 @@ func (m *Manager) AddServer(mgr manager.Manager, what, bindAddress string, h htt
 	}))
 }
 
-// everyReplica is a manager runnable that runs on every replica, not only
-// the leader.
-type everyReplica func(ctx context.Context) error
+// EveryReplica is a manager runnable (manager.Runnable and
+// LeaderElectionRunnable) that runs on every replica, not only the
+// leader: the serving side of webhooks and APIs, which every replica
+// behind a Service must answer.
+type EveryReplica func(ctx context.Context) error
 
-func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
-func (f everyReplica) NeedLeaderElection() bool        { return false }
+// Start runs f until ctx ends.
+func (f EveryReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false: every replica runs it.
+func (f EveryReplica) NeedLeaderElection() bool { return false }
