@@ -18,7 +18,8 @@
 //   - GET /healthz: 200.
 //
 // The checksums are computed once, on the first request that needs them
-// (not at start-up); a binary replaced afterwards is still served but its
+// (the index, .sha256, SHA256SUMS; not at start-up, nor for a download);
+// a failed read is tried again on the next such request. A binary replaced afterwards is still served but its
 // checksum is not, and the Server must be remade (the image is
 // immutable). Nothing outside Dir is
 // reachable: files are opened through an os.Root, so a path leaving Dir

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,10 +30,10 @@ type Binary struct {
 type Server struct {
 	root *os.Root
 	// paths are the binaries' paths, sorted; digest fills binaries
-	// and byPath once, on the first request that needs a checksum.
+	// and byPath on the first request that needs a checksum (again after
+	// a failed read: a failure is not kept).
 	paths    []string
-	once     sync.Once
-	err      error
+	mu       sync.Mutex
 	binaries []Binary
 	byPath   map[string]Binary
 }
@@ -69,39 +70,44 @@ func New(dir string) (*Server, error) {
 	return s, nil
 }
 
-// digest computes every binary's size and SHA-256, once; its error names
-// the file.
-func (s *Server) digest() error {
-	s.once.Do(func() {
-		s.byPath = map[string]Binary{}
-		for _, p := range s.paths {
-			f, err := s.root.Open(p)
-			if err != nil {
-				s.err = err
-				return
-			}
-			h := sha256.New()
-			n, err := io.Copy(h, f)
-			_ = f.Close()
-			if err != nil {
-				s.err = fmt.Errorf("%s: %w", p, err)
-				return
-			}
-			b := Binary{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
-			s.binaries = append(s.binaries, b)
-			s.byPath[p] = b
+// digest gives every binary's size and SHA-256, computed on the first
+// call that succeeds and kept; an error names the file, and the next call
+// reads again.
+func (s *Server) digest() ([]Binary, map[string]Binary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byPath != nil {
+		return s.binaries, s.byPath, nil
+	}
+	var binaries []Binary
+	byPath := map[string]Binary{}
+	for _, p := range s.paths {
+		f, err := s.root.Open(p)
+		if err != nil {
+			return nil, nil, err
 		}
-	})
-	return s.err
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		_ = f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p, err)
+		}
+		b := Binary{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+		binaries = append(binaries, b)
+		byPath[p] = b
+	}
+	s.binaries, s.byPath = binaries, byPath
+	return binaries, byPath, nil
 }
 
 // Binaries lists the served binaries, sorted by path, with their
 // checksums (computed on the first call), or the error reading one.
 func (s *Server) Binaries() ([]Binary, error) {
-	if err := s.digest(); err != nil {
+	binaries, _, err := s.digest()
+	if err != nil {
 		return nil, err
 	}
-	return append([]Binary(nil), s.binaries...), nil
+	return append([]Binary(nil), binaries...), nil
 }
 
 // Close releases Dir.
@@ -126,25 +132,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
-	if p != "healthz" {
-		if err := s.digest(); err != nil {
-			http.Error(w, "binaries unavailable: "+err.Error(), http.StatusInternalServerError)
-			return
+	sums := func() ([]Binary, map[string]Binary, bool) {
+		binaries, byPath, err := s.digest()
+		if err != nil {
+			http.Error(w, "checksums unavailable: "+err.Error(), http.StatusInternalServerError)
 		}
+		return binaries, byPath, err == nil
 	}
 	switch {
 	case p == "" || p == ".":
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = index.Execute(w, s.binaries)
+		if binaries, _, ok := sums(); ok {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_ = index.Execute(w, binaries)
+		}
 	case p == "healthz":
 		_, _ = io.WriteString(w, "ok\n")
 	case p == "SHA256SUMS":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		for _, b := range s.binaries {
-			fmt.Fprintf(w, "%s  %s\n", b.SHA256, b.Path)
+		if binaries, _, ok := sums(); ok {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			for _, b := range binaries {
+				fmt.Fprintf(w, "%s  %s\n", b.SHA256, b.Path)
+			}
 		}
 	case strings.HasSuffix(p, ".sha256"):
-		b, ok := s.byPath[strings.TrimSuffix(p, ".sha256")]
+		_, byPath, ok := sums()
+		if !ok {
+			return
+		}
+		b, ok := byPath[strings.TrimSuffix(p, ".sha256")]
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -152,12 +167,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "%s  %s\n", b.SHA256, path.Base(b.Path))
 	default:
-		b, ok := s.byPath[p]
-		if !ok {
+		// A binary is served without its checksum: no digest needed.
+		if _, ok := slices.BinarySearch(s.paths, p); !ok {
 			http.NotFound(w, r)
 			return
 		}
-		f, err := s.root.Open(b.Path)
+		f, err := s.root.Open(p)
 		if err != nil {
 			http.Error(w, "binary unavailable", http.StatusInternalServerError)
 			return
@@ -169,7 +184,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(b.Path)))
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
 		http.ServeContent(w, r, "", st.ModTime(), f)
 	}
 }
