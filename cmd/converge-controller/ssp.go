@@ -18,6 +18,5 @@ func setupSSPOperator(mgr ctrl.Manager, engine *graph.Engine, oo operand.Options
 		ctrl.Log.Info("template validator not served: it needs the webhook server (--webhook-service-name/--webhook-service-namespace or --webhook-url)")
 		templateValidator = false
 	}
-	_, err := sspoperator.Setup(mgr, engine, sspoperator.Options{Operand: oo, TemplateValidator: templateValidator, Webhooks: webhooks})
-	return err
+	return sspoperator.Setup(mgr, engine, sspoperator.Options{Operand: oo, TemplateValidator: templateValidator, Webhooks: webhooks})
 }

@@ -1,10 +1,7 @@
 package addonsoperator
 
 import (
-	"context"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,13 +38,8 @@ func Operator(macPool bool, c client.Client) operand.Operator {
 				_, found, _ := unstructured.NestedFieldNoCopy(cr.Object, "spec", "kubeMacPool")
 				return found
 			},
-			Stop: func(ctx context.Context) error {
-				mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: macpool.ConfigurationName}}
-				if err := c.Delete(ctx, mwc); err != nil && !apierrors.IsNotFound(err) {
-					return err
-				}
-				return nil
-			},
+			Stop: operand.DeleteOnStop(c,
+				&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: macpool.ConfigurationName}}),
 		})
 	}
 	return op

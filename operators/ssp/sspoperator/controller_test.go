@@ -138,7 +138,7 @@ func TestOperator(t *testing.T) {
 	oo := operand.DefaultOptions()
 	oo.Images = map[string]string{"node": "registry.local/converge/converge-node:v-test"}
 	oo.Version, oo.Poll, oo.WaitTimeout, oo.SkipNameValidation = "v-test", 200*time.Millisecond, 30*time.Second, true
-	_, err = sspoperator.Setup(mgr, engine, sspoperator.Options{Operand: oo, TemplateValidator: true, Webhooks: reg})
+	err = sspoperator.Setup(mgr, engine, sspoperator.Options{Operand: oo, TemplateValidator: true, Webhooks: reg})
 	must(t, err)
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,13 +51,8 @@ func Operator(templateValidator bool, c client.Client) operand.Operator {
 		Status:    operand.SDKStatusFields(),
 	}
 	if templateValidator {
-		op.Roles = append(op.Roles, operand.Role{Name: RoleTemplateValidator, Stop: func(ctx context.Context) error {
-			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: templatevalidator.ConfigurationName}}
-			if err := c.Delete(ctx, vwc); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return nil
-		}})
+		op.Roles = append(op.Roles, operand.Role{Name: RoleTemplateValidator, Stop: operand.DeleteOnStop(c,
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: templatevalidator.ConfigurationName}})})
 	}
 	return op
 }
@@ -78,23 +72,17 @@ type Options struct {
 // when o.TemplateValidator, registers the template validator held back
 // until a native SSP exists (templatevalidator.Options.Ready on the
 // RoleTemplateValidator gate); the manager ends with operand.ErrRoleGone
-// when the last native SSP goes. It gives the operator's gates.
-func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) (*operand.Gates, error) {
+// when the last native SSP goes.
+func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
 	if o.TemplateValidator && o.Webhooks == nil {
-		return nil, errors.New("sspoperator: the template validator needs Options.Webhooks")
+		return errors.New("sspoperator: the template validator needs Options.Webhooks")
 	}
 	gates, err := operand.Setup(mgr, engine, Operator(o.TemplateValidator, mgr.GetClient()), o.Operand)
-	if err != nil {
-		return nil, err
+	if err != nil || !o.TemplateValidator {
+		return err
 	}
-	if o.TemplateValidator {
-		err := o.Webhooks.Register(templatevalidator.Webhook(templatevalidator.Options{
-			Templates: mgr.GetAPIReader(),
-			Ready:     func(ctx context.Context) error { return gates.Wait(ctx, RoleTemplateValidator) },
-		}))
-		if err != nil {
-			return nil, err
-		}
-	}
-	return gates, nil
+	return o.Webhooks.Register(templatevalidator.Webhook(templatevalidator.Options{
+		Templates: mgr.GetAPIReader(),
+		Ready:     func(ctx context.Context) error { return gates.Wait(ctx, RoleTemplateValidator) },
+	}))
 }

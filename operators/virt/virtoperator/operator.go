@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,13 +69,8 @@ func Operator(nodeImage string, virtController, vmValidation, virtAPI bool, c cl
 		op.Roles = append(op.Roles, operand.Role{Name: RoleVirtController})
 	}
 	if vmValidation {
-		op.Roles = append(op.Roles, operand.Role{Name: RoleVMValidation, Stop: func(ctx context.Context) error {
-			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vmadmission.ConfigurationName}}
-			if err := c.Delete(ctx, vwc); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			return nil
-		}})
+		op.Roles = append(op.Roles, operand.Role{Name: RoleVMValidation, Stop: operand.DeleteOnStop(c,
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: vmadmission.ConfigurationName}})})
 	}
 	if virtAPI {
 		op.Roles = append(op.Roles, operand.Role{Name: RoleVirtAPI, Stop: func(ctx context.Context) error {
