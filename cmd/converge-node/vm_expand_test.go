@@ -143,8 +143,10 @@ func TestVMCommandDiskExpansion(t *testing.T) {
 	grown := time.Now()
 	seen(large)
 	t.Logf("status.capacity %s -> the guest's vda at %s: %s", large.String(), large.String(), time.Since(grown).Round(time.Millisecond))
-	if fi, err := os.Stat(pvDisk); err != nil || fi.Size() != large.Value() {
-		t.Errorf("the claim's disk.img: %v, size %d, want %d", err, fi.Size(), large.Value())
+	if fi, err := os.Stat(pvDisk); err != nil {
+		t.Errorf("the claim's disk.img: %v", err)
+	} else if fi.Size() != large.Value() {
+		t.Errorf("the claim's disk.img: size %d, want %d", fi.Size(), large.Value())
 	}
 	if err := c.Get(ctx, key, vmi); err != nil || vmi.Status.Phase != kubevirtv1.Running {
 		t.Errorf("VMI after the expansion: phase %s (%v), want Running", vmi.Status.Phase, err)

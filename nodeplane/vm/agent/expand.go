@@ -68,7 +68,7 @@ func (a *Agent) expandDisks(st *kubevirtv1.VirtualMachineInstanceStatus, vmi *ku
 		}
 		src, err := resolve(vmi.Namespace, claim)
 		if err != nil {
-			a.opts.Log.Info("disk expansion: volume not resolved", "vmi", id, "volume", v.Name, "reason", err.Error())
+			a.opts.Log.V(1).Info("disk expansion: volume not resolved", "vmi", id, "volume", v.Name, "reason", err.Error())
 			continue
 		}
 		dev := disk.Target.Dev

@@ -10,8 +10,8 @@ import (
 // path to an image file, or to a block device when Block is true, and
 // Format the image format QEMU reads it with (the disk driver type):
 // "raw" (also when empty) or "qcow2". Capacity, when not 0, is the size
-// in bytes the volume offers the guest (a claim's status.capacity, a block
-// volume's size): the VM agent grows a running domain's raw disk to it
+// in bytes the volume offers the guest (its claim's status.capacity, for
+// Filesystem and Block volumes alike): the VM agent grows a running domain's raw disk to it
 // when the volume has grown (agent: disk expansion).
 type DiskSource struct {
 	Path     string
