@@ -9,7 +9,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
 
-.PHONY: all build cli-binaries images guest guest-cloud-init test fuzz demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+.PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -47,12 +47,14 @@ images: cni
 guest:
 	cd hack/guest && $(GO) run . -out $(BIN)/guest
 
-## guest-cloud-init: the guest and bin/guest/cloudinit.img, the same disk
-## whose initramfs adds Debian's cloud-init (its Depends closure, about
-## 45 MB of packages, unpacked, not installed) and runs its stages: the
-## demo's VM, whose runcmd from Git cloud-init itself runs
-guest-cloud-init:
-	cd hack/guest && $(GO) run . -out $(BIN)/guest -cloud-init
+## guest-debian: the guest and bin/guest/debian.qcow2, the demo's VM:
+## Debian bookworm installed by debootstrap (the cloud kernel, systemd,
+## cloud-init run by its own units, ifupdown and the ISC DHCP client) on
+## an ext4 partition that extlinux boots; root, and a few minutes the
+## first time (debootstrap, extlinux, fdisk and syslinux-common are
+## installed with apt when missing); nothing when debian.stamp is current
+guest-debian:
+	cd hack/guest && $(GO) run . -out $(BIN)/guest -debian
 
 ## controlplane: kube-apiserver, etcd and kube-controller-manager (the PV
 ## binder for the provisioner tests), and cluster-bins, built from Go
@@ -119,7 +121,7 @@ gen-crds:
 ## server, health gates opening as the native operators' pods become
 ## ready, a commit, drift reverted, a deleted pod healed, events,
 ## suspend/resume — and stops everything at the end or on Ctrl-C
-demo: controlplane cni $(BIN)/kubectl guest-cloud-init
+demo: controlplane cni $(BIN)/kubectl guest-debian
 	$(GO) build -buildvcs=false -o $(BIN)/converge-demo ./hack/demo
 	$(BIN)/converge-demo
 

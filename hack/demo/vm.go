@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
-	"github.com/converge-dev/converge/internal/testing/guestimage"
 )
 
 // The demo's VM: a VirtualMachine committed to the config repository.
@@ -30,14 +29,10 @@ const (
 
 // vmManifest is the VM as a KubeVirt user writes it: a Namespace, and a
 // VirtualMachine whose root disk is a dataVolumeTemplates DataVolume
-// imported over HTTP from diskURL into a hostpath volume, with cloud-init
-// NoCloud user data whose runcmd the guest's cloud-init runs, and no
-// interfaces (KubeVirt's default: the pod network with masquerade, DHCP
-// from the node agent). The guest holds Debian's cloud-init and python3
-// in RAM, hence 1Gi.
-// terminationGracePeriodSeconds is 0, as in KubeVirt's examples: the
-// test guest ignores the ACPI shutdown, so with the default (30 s) the
-// VM agent would wait that long before destroying it.
+// imported over HTTP from diskURL (a Debian qcow2 image) into a hostpath
+// volume, with cloud-init NoCloud user data whose runcmd the guest's
+// cloud-init runs, and no interfaces (KubeVirt's default: the pod network
+// with masquerade, DHCP from the node agent).
 func vmManifest(diskURL string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
@@ -62,10 +57,9 @@ spec:
           storageClassName: hostpath-csi-local
           resources:
             requests:
-              storage: 128Mi
+              storage: 2Gi
   template:
     spec:
-      terminationGracePeriodSeconds: 0
       domain:
         memory:
           guest: 1Gi
@@ -93,21 +87,21 @@ spec:
 // controller creates its DataVolume, the importer fills a hostpath
 // volume over HTTP, the VM agent boots the guest under libvirt with a
 // cloud-init ISO and the pod network, and `converge vm console` reads
-// the output of the user data's runcmd, which Debian's cloud-init in the
-// guest runs. A second commit removes the VM, and
+// the output of the user data's runcmd, which cloud-init runs in the
+// guest's Debian, started by systemd. A second commit removes the VM, and
 // the Sync prunes it with its DataVolume, volume and Namespace.
 func (d *demo) vm(ctx context.Context) error {
 	say("a VM from Git: a VirtualMachine with a DataVolume imported over HTTP, cloud-init user data and the pod network")
-	disk := filepath.Join(d.bin, "guest", "cloudinit.img")
+	disk := filepath.Join(d.bin, "guest", "debian.qcow2")
 	if _, err := os.Stat(disk); err != nil {
-		return fmt.Errorf("%s: %w (make demo builds it: make guest-cloud-init)", disk, err)
+		return fmt.Errorf("%s: %w (make demo builds it: make guest-debian)", disk, err)
 	}
 	diskURL, stopDisk, err := serveFile(localcluster.NodeIP, disk)
 	if err != nil {
 		return err
 	}
 	defer stopDisk()
-	note("the guest's disk (%s: SYSLINUX, Debian's cloud kernel, a busybox init and Debian's cloud-init with python3, from apt; hack/guest) is served at %s", disk, diskURL)
+	note("the guest's disk (%s: Debian %s installed by debootstrap — the cloud kernel, systemd, cloud-init; hack/guest -debian) is served at %s", disk, debianRelease(d.bin), diskURL)
 	if err := os.WriteFile(filepath.Join(d.repo.Dir, vmFile), []byte(vmManifest(diskURL)), 0o644); err != nil {
 		return err
 	}
@@ -135,20 +129,38 @@ func (d *demo) vm(ctx context.Context) error {
 	if err := d.show(ctx, "tree", syncName, "-n", syncNS); err != nil {
 		return err
 	}
-	say("the guest's serial console: cloud-init runs the runcmd committed to Git; the VM agent's DHCP gave it its pod network address")
+	say("the guest's serial console: Debian boots with systemd, cloud-init runs the runcmd committed to Git; the VM agent's DHCP gave it its pod network address")
 	r := <-console
 	if r.err != nil {
 		return r.err
 	}
 	lines := strings.Split(r.out, "\n")
-	note("`converge vm console %s -n %s` (started with the commit, above) printed %d lines until cloud-init finished; those of cloud-init, the runcmd's output and the DHCP lease:", vmName, vmNS, len(lines))
-	ran := false
+	// The whole console stays for a reader who wants more than the
+	// highlights: bin/ is gitignored and the next demo overwrites it.
+	full := filepath.Join(d.bin, "demo-console.log")
+	if err := os.WriteFile(full, []byte(r.out), 0o644); err != nil {
+		return err
+	}
+	note("the whole console is in %s", full)
+	ran, addr := false, false
+	var shown []string
 	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		ran = ran || l == vmMarker // the runcmd's echo, a line of its own
-		if l == vmMarker || strings.HasPrefix(l, "Cloud-init v.") || strings.Contains(l, guestimage.MarkerCloudInit) || strings.Contains(l, guestimage.MarkerDHCP) {
-			fmt.Println("  " + l)
+		l = strings.TrimSpace(strings.TrimPrefix(l, "\r"))
+		// the runcmd's echo, on a line of its own in cloud-init's output
+		// (which systemd prefixes with the unit's name and pid)
+		ran = ran || isMarker(l)
+		if consoleHighlight(l) {
+			shown = append(shown, l)
+			addr = addr || strings.Contains(l, "ci-info: |")
 		}
+	}
+	network := ""
+	if addr {
+		network = " (with eth0's address from its network table)"
+	}
+	note("`converge vm console %s -n %s` (started with the commit, above) printed %d lines until cloud-init finished; those of the kernel's banner, cloud-init%s, the runcmd's output and the login prompt:", vmName, vmNS, len(lines), network)
+	for _, l := range shown {
+		fmt.Println("  " + l)
 	}
 	if !ran {
 		return fmt.Errorf("the console of %s/%s shows no line %q (the runcmd's output):\n%s", vmNS, vmName, vmMarker, r.out)
@@ -206,14 +218,14 @@ const cloudInitFinished = " finished at "
 // watchConsole runs `converge vm console` on the VM's VMI (the admin
 // kubeconfig, through the virt-api), retrying every 200ms while it cannot
 // attach (no VMI running yet), until cloud-init says it has finished
-// (its stages take about a minute under TCG); at most 6 minutes. The
-// result arrives on the channel.
+// (Debian's boot and cloud-init's stages take minutes under TCG); at most
+// 12 minutes. The result arrives on the channel.
 func (d *demo) watchConsole(ctx context.Context) <-chan consoleResult {
 	done := make(chan consoleResult, 1)
 	go func() {
-		deadline := time.Now().Add(6 * time.Minute)
+		deadline := time.Now().Add(12 * time.Minute)
 		for {
-			out, err := d.env.ReadConsole(ctx, vmNS, vmName, cloudInitFinished, 3*time.Minute)
+			out, err := d.env.ReadConsole(ctx, vmNS, vmName, cloudInitFinished, 10*time.Minute)
 			if err == nil {
 				done <- consoleResult{out: out, at: time.Now()}
 				return
@@ -325,7 +337,39 @@ func serveFile(host, path string) (string, func(), error) {
 	return "http://" + l.Addr().String() + name, func() { _ = srv.Close() }, nil
 }
 
+// consoleHighlight reports whether the console line l is one the demo
+// shows: the kernel's banner, cloud-init's own lines, its network table's
+// row of eth0's global (DHCP) address, the runcmd's output and getty's
+// login prompt. Under systemd cloud-init's lines carry the kernel's time and
+// a "cloud-init[pid]: " prefix, so they are matched anywhere in the line.
+func consoleHighlight(l string) bool {
+	return strings.Contains(l, "Linux version") || strings.Contains(l, "Cloud-init v.") || isMarker(l) ||
+		(strings.Contains(l, "ci-info: |") && strings.Contains(l, " eth0 ") && strings.Contains(l, " global ")) ||
+		strings.Contains(l, " login:")
+}
+
+// debianRelease gives the Debian version debian.packages records for
+// base-files (the release's version), or "bookworm" when unreadable.
+func debianRelease(bin string) string {
+	b, err := os.ReadFile(filepath.Join(bin, "guest", "debian.packages"))
+	if err != nil {
+		return "bookworm"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "base-files="); ok {
+			return v
+		}
+	}
+	return "bookworm"
+}
+
 // indent gives s with every line indented by four spaces.
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") + "\n"
+}
+
+// isMarker reports whether the console line l is the runcmd's output: the
+// marker alone, or after systemd's "cloud-init[pid]: " prefix.
+func isMarker(l string) bool {
+	return l == vmMarker || strings.HasSuffix(l, "]: "+vmMarker)
 }

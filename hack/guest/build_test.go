@@ -42,7 +42,7 @@ func TestBuild(t *testing.T) {
 	requireBuild(t)
 	a, b := t.TempDir(), t.TempDir()
 	for _, dir := range []string{a, b} {
-		cached, err := build(dir, false)
+		cached, err := build(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestBuild(t *testing.T) {
 			t.Fatalf("%s: the first build says it was up to date", dir)
 		}
 	}
-	if cached, err := build(a, false); err != nil || !cached {
+	if cached, err := build(a); err != nil || !cached {
 		t.Errorf("second build in %s: cached %v, %v; want nothing built", a, cached, err)
 	}
 	for _, n := range append(slices.Clone(outputs), "stamp") {

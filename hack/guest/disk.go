@@ -27,11 +27,11 @@ func diskSizeMiB(payload int64) int64 { return (payload+mebibyte-1)/mebibyte + d
 // diskImage makes dir/disk.img, a raw image SeaBIOS boots by itself: a
 // FAT16 "superfloppy" (no partition table; SeaBIOS loads sector 0, which
 // is SYSLINUX's boot sector) holding /vmlinuz, /initrd.gz and
-// /syslinux.cfg (config), with SYSLINUX installed (ldlinux.sys, ldlinux.c32).
+// /syslinux.cfg, with SYSLINUX installed (ldlinux.sys, ldlinux.c32).
 // tools is the root the diskPackages were unpacked into. The image is
 // reproducible: fixed volume ID, fixed file times, files in a fixed
 // order.
-func diskImage(tools, dir string, kernel, initrd, config []byte) (string, error) {
+func diskImage(tools, dir string, kernel, initrd []byte) (string, error) {
 	files := filepath.Join(dir, "files")
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		return "", err
@@ -40,7 +40,7 @@ func diskImage(tools, dir string, kernel, initrd, config []byte) (string, error)
 	for _, f := range []struct {
 		name string
 		body []byte
-	}{{"vmlinuz", kernel}, {"initrd.gz", initrd}, {"syslinux.cfg", config}} {
+	}{{"vmlinuz", kernel}, {"initrd.gz", initrd}, {"syslinux.cfg", syslinuxConfig}} {
 		p := filepath.Join(files, f.name)
 		if err := os.WriteFile(p, f.body, 0o644); err != nil {
 			return "", err
@@ -58,7 +58,7 @@ func diskImage(tools, dir string, kernel, initrd, config []byte) (string, error)
 		"TZ=UTC", "SOURCE_DATE_EPOCH=" + diskEpoch, "MTOOLSRC=" + mtoolsrc, "MTOOLS_SKIP_CHECK=1",
 	}
 	img := filepath.Join(dir, "disk.img")
-	kib := diskSizeMiB(int64(len(kernel)+len(initrd)+len(config))) * 1024
+	kib := diskSizeMiB(int64(len(kernel)+len(initrd)+len(syslinuxConfig))) * 1024
 	steps := [][]string{
 		{filepath.Join(tools, "sbin", "mkfs.fat"), "-C", "--invariant", "-F", "16", "-i", diskVolumeID, "-n", diskLabel, img, strconv.FormatInt(kib, 10)},
 		append(append([]string{filepath.Join(tools, "usr", "bin", "mcopy"), "-i", img}, names...), "::/"),

@@ -27,11 +27,6 @@
 #                            (NoCloud) or hostname (ConfigDrive), YAML or JSON;
 #                            "CONVERGE-GUEST-CLOUDINIT none" when no such disk
 #                            shows within 3 s
-#   converge.cloudinit=run   (cloudinit.img, which carries Debian's cloud-init)
-#                            run cloud-init itself once the network is being
-#                            configured: its init, config and final stages,
-#                            their output on the console, after
-#                            "CONVERGE-GUEST-CLOUDINIT cloud-init <version>"
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin /mnt
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
@@ -43,7 +38,6 @@ addr=
 peer=
 dhcp=
 cloudinit=
-runcloudinit=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	converge.hostname=*) name="${arg#converge.hostname=}" ;;
@@ -51,7 +45,6 @@ for arg in $(cat /proc/cmdline); do
 	converge.ping=*) peer="${arg#converge.ping=}" ;;
 	converge.dhcp=1) dhcp=1 ;;
 	converge.cloudinit=1) cloudinit=1 ;;
-	converge.cloudinit=run) runcloudinit=1 ;;
 	esac
 done
 hostname "$name"
@@ -177,18 +170,6 @@ elif [ -n "$dhcp" ]; then
 		) &
 	done
 	pinger
-fi
-# cloud-init's stages, as systemd's cloud-init units run them, with
-# their output on the console; in the background, so the ticks go on
-if [ -n "$runcloudinit" ]; then
-	(
-		mkdir -p /run /var/lib/cloud /var/log
-		echo "CONVERGE-GUEST-CLOUDINIT cloud-init $(cloud-init --version 2>&1)"
-		for stage in "init" "modules --mode=config" "modules --mode=final"; do
-			# shellcheck disable=SC2086 # the stage is two words
-			cloud-init $stage || echo "CONVERGE-GUEST-ERROR cloud-init $stage failed"
-		done
-	) &
 fi
 # disksizes prints "CONVERGE-GUEST-DISK <vdX> <bytes>" for each virtio
 # disk whose size is new since its last call (every disk at the first):

@@ -35,11 +35,7 @@
 //	cd hack/guest && go run . -out ../../bin/guest
 //
 // It writes <out>/vmlinuz, <out>/initrd.gz, <out>/disk.img,
-// <out>/disk.qcow2 and <out>/stamp. With -cloud-init it also writes
-// <out>/cloudinit.img and its cloudinit.stamp: disk.img whose initramfs
-// carries Debian's cloud-init and its dependency closure (unpacked, not
-// installed) and whose init runs cloud-init's init, config and final
-// stages (converge.cloudinit=run; cloudinit.go), the guest of make demo. The stamp records the package
+// <out>/disk.qcow2 and <out>/stamp. The stamp records the package
 // versions, qemu-img's version and the hash of the files embedded here;
 // when it matches, nothing is downloaded and the run takes well under a
 // second. The outputs are reproducible: the initramfs has fixed
@@ -82,10 +78,15 @@ const busyboxPath = "bin/busybox"
 
 func main() {
 	out := flag.String("out", "bin/guest", "output directory")
-	withCloudInit := flag.Bool("cloud-init", false, "also build cloudinit.img: the same disk whose initramfs adds Debian's cloud-init and runs it (make demo's guest)")
+	withDebian := flag.Bool("debian", false, "also build debian.qcow2: Debian installed by debootstrap, booting with systemd, running cloud-init from its units (make demo's VM; needs root; debian.go)")
 	flag.Parse()
 	start := time.Now()
-	cached, err := build(*out, *withCloudInit)
+	cached, err := build(*out)
+	if err == nil && *withDebian {
+		var debianCached bool
+		debianCached, err = buildDebian(*out)
+		cached = cached && debianCached
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "guest:", err)
 		os.Exit(1)
@@ -114,10 +115,9 @@ func stamp(d debs, qemuImg string) string {
 	return b.String()
 }
 
-// build writes the guest into out unless its stamp is current, and with
-// cloud the cloud-init disk (cloudinit.img, its stamp cloudinit.stamp);
-// it reports whether everything was current.
-func build(out string, cloud bool) (cached bool, err error) {
+// build writes the guest into out unless its stamp is current; it reports
+// whether it was.
+func build(out string) (cached bool, err error) {
 	d, err := packages()
 	if err != nil {
 		return false, err
@@ -127,17 +127,7 @@ func build(out string, cloud bool) (cached bool, err error) {
 		return false, err
 	}
 	st := stamp(d, qemuImg)
-	baseOK := current(out, "stamp", st, outputs)
-	var ciPkgs map[string]string
-	ciStamp := ""
-	if cloud {
-		if ciPkgs, err = cloudInitPackages(); err != nil {
-			return false, err
-		}
-		ciStamp = st + cloudInitStamp(ciPkgs)
-	}
-	ciOK := !cloud || current(out, "cloudinit.stamp", ciStamp, []string{"cloudinit.img"})
-	if baseOK && ciOK {
+	if current(out, "stamp", st, outputs) {
 		return true, nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -184,15 +174,7 @@ func build(out string, cloud bool) (cached bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if !ciOK {
-		if err := buildCloudInit(out, tmp, root, kernel, initrd, ciPkgs, ciStamp); err != nil {
-			return false, err
-		}
-	}
-	if baseOK {
-		return false, nil
-	}
-	img, err := diskImage(root, filepath.Join(tmp, "disk"), kernel, initrd, syslinuxConfig)
+	img, err := diskImage(root, filepath.Join(tmp, "disk"), kernel, initrd)
 	if err != nil {
 		return false, err
 	}
