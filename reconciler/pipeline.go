@@ -62,6 +62,15 @@ type Input struct {
 	// rendered HyperConverged. A render without a HyperConverged (a
 	// native operator's roles) needs an Owner, and gets no HC status.
 	Owner types.NamespacedName
+	// LiveReader, when set, replaces Pipeline.Reader for what decides
+	// whether an object may be skipped: the live objects (ReadLive) and
+	// the inventory ConfigMap. Pass an uncached reader after a sync that
+	// failed: its writes may have reached the API server unacknowledged
+	// (a delete whose response was lost to an API server restart), and a
+	// cache that has not caught up would still list the deleted object
+	// at the resourceVersion the inventory recorded, so the object would
+	// be skipped, not created again. It costs one LIST per kind.
+	LiveReader client.Reader
 }
 
 // Result is what one sync did.
@@ -138,15 +147,19 @@ func (p *Pipeline) Sync(ctx context.Context, in Input) (*Result, error) {
 		return nil, errors.New("reconciler: a render without a HyperConverged needs Input.Owner")
 	}
 	owner := p.OwnerLabels(by.Namespace, by.Name)
+	reader := p.Reader
+	if in.LiveReader != nil {
+		reader = in.LiveReader
+	}
 	store := in.Inventory
 	if store == nil {
-		store = ConfigMapStore{Client: p.Client, Reader: p.Reader, Namespace: by.Namespace, Name: by.Name, FieldManager: p.Options.fieldManager()}
+		store = ConfigMapStore{Client: p.Client, Reader: reader, Namespace: by.Namespace, Name: by.Name, FieldManager: p.Options.fieldManager()}
 	}
 	prev, err := store.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	live, err := ReadLive(ctx, p.Reader, kinds(r), owner)
+	live, err := ReadLive(ctx, reader, kinds(r), owner)
 	if err != nil {
 		return nil, err
 	}

@@ -222,7 +222,8 @@ func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *s
 // applyStage applies the rendering with the target's Pipeline (prune per
 // spec.prune, health gates and waits per spec.wait, health waits bounded
 // by timeout, the inventory in the Sync's status through StatusStore, the
-// record of the objects about to be created written at once through st)
+// record of the objects about to be created written at once through st,
+// the live state read uncached after a failed apply: see unsettled)
 // and calls OnSynced. After a successful apply the target watches the applied
 // kinds for the Sync, and, with spec.wait, a Failed component is a
 // failure (HealthCheckFailed); a failed Pipeline.Sync is classified by
@@ -240,7 +241,12 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 	key := client.ObjectKeyFromObject(s)
 	f.target.own.begin(key)
 	pp.Options.Wrote = func(id, version string) { f.target.own.wrote(key, id, version) }
-	res, err := pp.Sync(ctx, reconciler.Input{Rendered: rd.rendered, Revision: revision, Inventory: store})
+	in := reconciler.Input{Rendered: rd.rendered, Revision: revision, Inventory: store}
+	if f.target.unsettled.is(key) {
+		in.LiveReader = f.target.cluster.GetAPIReader()
+	}
+	res, err := pp.Sync(ctx, in)
+	f.target.unsettled.applied(key, err != nil)
 	var saved *v1alpha1.Inventory
 	if res != nil {
 		saved = res.Inventory

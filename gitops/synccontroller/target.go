@@ -95,6 +95,9 @@ type target struct {
 	owners map[types.NamespacedName]map[types.NamespacedName]bool
 	// own tells the events of each Sync's own writes from drift.
 	own *ownWrites
+	// unsettled are the Syncs whose last apply failed: their next apply
+	// reads the live state uncached.
+	unsettled *unsettled
 }
 
 func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options, lockdown Lockdown) *targets {
@@ -193,7 +196,7 @@ func (ts *targets) target(ctx context.Context, sync types.NamespacedName, key, n
 	}()
 	t := &target{name: name, version: version, config: cfg, cluster: cl, cancel: cancel,
 		pipelines: map[string]*reconciler.Pipeline{}, watching: map[schema.GroupVersionKind]bool{},
-		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}, own: newOwnWrites()}
+		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}, own: newOwnWrites(), unsettled: newUnsettled()}
 	ts.byKey[key] = t
 	ts.use(sync, key)
 	return t, nil
