@@ -160,6 +160,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Status.LastHandledReconcileAt = v
 	}
 	if err := st.patch(ctx, s); err != nil {
+		if r.targets != nil {
+			r.targets.unsettle(req.NamespacedName)
+		}
 		return ctrl.Result{}, err
 	}
 	for _, c := range s.Status.Conditions {

@@ -282,6 +282,18 @@ func (ts *targets) forget(ctx context.Context, sync types.NamespacedName) {
 		}
 		t.mu.Unlock()
 		t.own.forget(sync)
+		t.unsettled.applied(sync, false)
+	}
+}
+
+// unsettle marks sync unsettled in the target it used last: its status,
+// with the inventory its apply saved, could not be written, so the next
+// apply starts from an older inventory and must not trust the cache.
+func (ts *targets) unsettle(sync types.NamespacedName) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t := ts.byKey[ts.bySync[sync]]; t != nil {
+		t.unsettled.applied(sync, true)
 	}
 }
 

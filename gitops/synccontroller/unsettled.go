@@ -6,7 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// unsettled records the Syncs whose last apply into a target failed.
+// unsettled records the Syncs whose last apply into a target failed, or
+// whose status (holding the inventory the apply saved) could not be
+// written afterwards (targets.unsettle).
 // Such an apply may have written what it never heard back about — a
 // delete whose response an API server restart lost — and the target's
 // cache, until its informers relist, can still hold the object at the
