@@ -169,6 +169,8 @@ type Agent struct {
 	// ctx bounds the disk preparation of a pass (Run's context; Background
 	// for a Reconcile called directly).
 	ctx context.Context
+	// parsed keeps the domains' parsed XML between passes.
+	parsed domainCache
 }
 
 // New gives an agent driving hv with opts.
@@ -221,6 +223,7 @@ func (r *Result) after(d time.Duration) {
 // report. It never modifies vmis.
 func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 	var res Result
+	defer a.parsed.endPass()
 	doms, err := a.hv.List()
 	if err != nil {
 		res.Errors = append(res.Errors, err)
@@ -230,8 +233,11 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 		}
 	}
 	byName := map[string]hypervisor.Domain{}
+	// meta and ours: each domain's converge metadata, read once a pass
+	meta, ours := map[string]domain.Metadata{}, map[string]bool{}
 	for _, d := range doms {
 		byName[d.Name] = d
+		meta[d.Name], ours[d.Name] = domain.MetadataOf(d.XML)
 	}
 	claimed := map[string]bool{}
 	for _, vmi := range vmis {
@@ -241,9 +247,9 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 		name := domain.Name(vmi.Namespace, vmi.Name)
 		d, exists := byName[name]
 		if exists {
-			if m, ours := metadataOf(d); ours && m.UID == string(vmi.UID) {
+			if m := meta[name]; ours[name] && m.UID == string(vmi.UID) {
 				claimed[name] = true
-			} else if ours {
+			} else if ours[name] {
 				// a domain left by an older VMI of the same name: the orphan
 				// pass removes it, this VMI waits for it to go
 				res.after(a.opts.RetryAfter)
@@ -266,7 +272,7 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 		if claimed[d.Name] {
 			continue
 		}
-		if _, ours := metadataOf(d); !ours {
+		if !ours[d.Name] {
 			continue
 		}
 		res.Orphans = append(res.Orphans, d.Name)
@@ -275,7 +281,7 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 			res.Errors = append(res.Errors, fmt.Errorf("orphan domain %s: %w", d.Name, err))
 			res.after(a.opts.RetryAfter)
 		}
-		if m, _ := metadataOf(d); gone {
+		if m := meta[d.Name]; gone {
 			a.teardown(m.Namespace, m.Name, types.UID(m.UID), d.Name, &res)
 		}
 	}
@@ -287,8 +293,8 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 	if a.opts.Disks != nil && err == nil {
 		withDomain := map[types.UID]bool{}
 		for _, d := range doms {
-			if m, ours := metadataOf(d); ours {
-				withDomain[types.UID(m.UID)] = true
+			if ours[d.Name] {
+				withDomain[types.UID(meta[d.Name].UID)] = true
 			}
 		}
 		if err := a.opts.Disks.Sweep(func(uid types.UID) bool { return listed[uid] || withDomain[uid] }); err != nil {
@@ -301,14 +307,6 @@ func (a *Agent) Reconcile(vmis []*kubevirtv1.VirtualMachineInstance) Result {
 		}
 	}
 	return res
-}
-
-func metadataOf(d hypervisor.Domain) (domain.Metadata, bool) {
-	x := &libvirtxml.Domain{}
-	if err := x.Unmarshal(d.XML); err != nil {
-		return domain.Metadata{}, false
-	}
-	return domain.ParseMetadata(x)
 }
 
 func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string, d hypervisor.Domain, exists bool, res *Result) Report {
@@ -510,8 +508,7 @@ func (a *Agent) teardown(namespace, vmiName string, uid types.UID, domainName st
 
 // observe sets the status from a domain that exists.
 func (a *Agent) observe(st *kubevirtv1.VirtualMachineInstanceStatus, vmi *kubevirtv1.VirtualMachineInstance, d hypervisor.Domain, res *Result) {
-	x := &libvirtxml.Domain{}
-	_ = x.Unmarshal(d.XML)
+	x, _ := a.parsed.parse(d)
 	if x.OS != nil && x.OS.Type != nil && x.OS.Type.Machine != "" {
 		st.Machine = &kubevirtv1.Machine{Type: x.OS.Type.Machine}
 	}

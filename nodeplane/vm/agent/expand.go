@@ -41,8 +41,8 @@ func (a *Agent) expandDisks(st *kubevirtv1.VirtualMachineInstanceStatus, vmi *ku
 	if resolve == nil || (d.State != hypervisor.Running && d.State != hypervisor.Paused) {
 		return
 	}
-	x := &libvirtxml.Domain{}
-	if err := x.Unmarshal(d.XML); err != nil || x.Devices == nil {
+	x, err := a.parsed.parse(d)
+	if err != nil || x.Devices == nil {
 		return
 	}
 	byAlias := map[string]libvirtxml.DomainDisk{}

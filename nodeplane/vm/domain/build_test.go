@@ -163,6 +163,9 @@ func TestNamesAndMetadata(t *testing.T) {
 	if !ok || m.Namespace != "ns" || m.Name != "vm" || m.UID != "11111111-2222-3333-4444-555555555555" {
 		t.Errorf("ParseMetadata: %+v %v", m, ok)
 	}
+	if m, ok := domain.MetadataOf(s); !ok || m.Namespace != "ns" || m.Name != "vm" || m.UID != "11111111-2222-3333-4444-555555555555" {
+		t.Errorf("MetadataOf of the built XML: %+v %v", m, ok)
+	}
 	if _, ok := domain.ParseMetadata(&libvirtxml.Domain{Name: "test"}); ok {
 		t.Error("a domain without metadata is converge's")
 	}

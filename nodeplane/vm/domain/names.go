@@ -56,6 +56,45 @@ func ParseMetadata(d *libvirtxml.Domain) (m Metadata, ok bool) {
 	}
 }
 
+// MetadataOf is ParseMetadata on a domain's XML (as libvirt's
+// virDomainGetXMLDesc gives it) without decoding the rest: it reads the
+// tokens of <domain>'s <metadata> child, which libvirt writes before the
+// memory, CPU and devices, and skips every other child. ok is false when
+// the domain has no converge element, or the XML is not a well-formed
+// <domain> up to it. The agent calls it for every domain on every pass.
+func MetadataOf(domainXML string) (m Metadata, ok bool) {
+	dec := xml.NewDecoder(strings.NewReader(domainXML))
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return Metadata{}, false
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+			switch {
+			case depth == 1 && t.Name.Local != "domain":
+				return Metadata{}, false
+			case depth == 2 && t.Name.Local != "metadata", depth == 3 && (t.Name.Space != MetadataNamespace || t.Name.Local != "vmi"):
+				if err := dec.Skip(); err != nil {
+					return Metadata{}, false
+				}
+				depth--
+			case depth == 3:
+				if err := dec.DecodeElement(&m, &t); err != nil {
+					return Metadata{}, false
+				}
+				return m, true
+			}
+		case xml.EndElement:
+			if depth--; depth == 1 && t.Name.Local == "metadata" {
+				return Metadata{}, false
+			}
+		}
+	}
+}
+
 func (m Metadata) marshal() (*libvirtxml.DomainMetadata, error) {
 	b, err := xml.Marshal(m)
 	if err != nil {
