@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/internal/bench/measure"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -162,6 +162,47 @@ func directApply(b *testing.B) []time.Duration {
 // idle and steady-state memory.
 func webhookApply(b *testing.B, exe string) []time.Duration {
 	e, c := benchCluster(b)
+	repo := exampleRepo(b)
+	git := gitserver.NewHTTP(b, filepath.Dir(repo.Dir), gitserver.HTTPOptions{})
+	run := startConverge(b, exe, e, c, git, repo)
+	// The first sync's trailing reconciles (the API server marking the
+	// CRDs established, …) are not the iterations'.
+	before := settledScrape(b, run.metricsURL)
+	var ds []time.Duration
+	n := 5
+	for b.Loop() {
+		ds = append(ds, run.commit(b, repo, n))
+		n++
+	}
+	b.StopTimer()
+	time.Sleep(2 * time.Second)
+	b.ReportMetric(run.idleRSS, "idle-RSS-MiB")
+	after := scrape(b, run.metricsURL)
+	reportPhases(b, before, after, len(ds))
+	b.ReportMetric(rssMiB(b, run.cmd.Process.Pid), "steady-RSS-MiB")
+	b.ReportMetric(gauge(after, "go_memstats_heap_inuse_bytes")/(1<<20), "steady-heap-MiB")
+	return ds
+}
+
+// convergeRun is a converge-controller process started by startConverge,
+// with the Sync it reconciles.
+type convergeRun struct {
+	cmd *exec.Cmd
+	c   client.Client
+	key types.NamespacedName
+	// hookURL is the Sync's push receiver, metricsURL the controller's
+	// Prometheus endpoint, dir holds controller.log.
+	hookURL, metricsURL, dir string
+	// idleRSS is the controller's VmRSS in MiB once ready, before the Sync.
+	idleRSS float64
+}
+
+// startConverge runs the converge-controller binary exe against API server
+// e (c its client), records its idle memory, creates a Sync of repo
+// served by git (branch main, interval 1h, a push receiver with token
+// "hook-token", spec.wait false) and returns once the Sync is Ready at the
+// repository's head.
+func startConverge(b *testing.B, exe string, e *controlplane.Env, c client.Client, git *gitserver.HTTP, repo *gitserver.Repo) *convergeRun {
 	ctx := context.Background()
 	engine, err := graph.NewEngine()
 	if err != nil {
@@ -176,8 +217,6 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 	}
 	controlplane.Eventually(b, 30*time.Second, func() bool { return c.List(ctx, &v1alpha1.SyncList{}) == nil })
 
-	repo := exampleRepo(b)
-	git := gitserver.NewHTTP(b, filepath.Dir(repo.Dir), gitserver.HTTPOptions{})
 	dir := b.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := e.Kubeconfig(kubeconfig); err != nil {
@@ -205,13 +244,14 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 		return err == nil && resp.StatusCode == http.StatusOK
 	})
 	time.Sleep(2 * time.Second)
-	idle := rssMiB(b, cmd.Process.Pid) // reported after b.Loop, which drops earlier metrics
+	run := &convergeRun{cmd: cmd, c: c, dir: dir, idleRSS: rssMiB(b, cmd.Process.Pid),
+		key:        types.NamespacedName{Namespace: "converge", Name: "bench"},
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
 
-	key := types.NamespacedName{Namespace: "converge", Name: "bench"}
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "hook"}, Data: map[string][]byte{"token": []byte("hook-token")}},
-		&v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: run.key.Namespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: run.key.Namespace, Name: "hook"}, Data: map[string][]byte{"token": []byte("hook-token")}},
+		&v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: run.key.Namespace, Name: run.key.Name},
 			Spec: v1alpha1.SyncSpec{
 				Source:   v1alpha1.GitSource{URL: git.RepoURL(repo), Ref: &v1alpha1.GitRef{Branch: "main"}},
 				Interval: metav1.Duration{Duration: time.Hour},
@@ -224,46 +264,35 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 		}
 	}
 	head := gitserver.Git(b, repo.Dir, "rev-parse", "HEAD")
-	waitApplied(b, c, key, head, 3*time.Minute, 100*time.Millisecond, dir)
+	waitApplied(b, c, run.key, head, 3*time.Minute, 100*time.Millisecond, dir)
 	synced := &v1alpha1.Sync{}
-	if err := c.Get(ctx, key, synced); err != nil {
+	if err := c.Get(ctx, run.key, synced); err != nil {
 		b.Fatal(err)
 	}
-	hookURL := fmt.Sprintf("http://127.0.0.1:%d%s", hook, synced.Status.WebhookPath)
 	if synced.Status.WebhookPath == "" {
-		b.Fatalf("Sync %s has no status.webhookPath", key)
+		b.Fatalf("Sync %s has no status.webhookPath", run.key)
 	}
+	run.hookURL = fmt.Sprintf("http://127.0.0.1:%d%s", hook, synced.Status.WebhookPath)
+	return run
+}
 
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	// The first sync's trailing reconciles (the API server marking the
-	// CRDs established, …) are not the iterations'.
-	before := settledScrape(b, metricsURL)
-	var ds []time.Duration
-	n := 5
-	for b.Loop() {
-		sha := repo.Replace(b, "bench", "hyperconverged.yaml", migrations+strconv.Itoa(n), migrations+strconv.Itoa(n+1))
-		n++
-		req := gitserver.GitHubPush(b, hookURL, "hook-token", "main", sha)
-		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			b.Fatalf("receiver answered %s", resp.Status)
-		}
-		waitApplied(b, c, key, sha, time.Minute, 10*time.Millisecond, dir)
-		ds = append(ds, time.Since(start))
+// commit changes parallelMigrationsPerCluster from n to n+1 in repo,
+// POSTs a signed GitHub push to the Sync's receiver and returns the time
+// from the POST until the Sync is Ready at the new commit.
+func (r *convergeRun) commit(b *testing.B, repo *gitserver.Repo, n int) time.Duration {
+	sha := repo.Replace(b, "bench", "hyperconverged.yaml", migrations+strconv.Itoa(n), migrations+strconv.Itoa(n+1))
+	req := gitserver.GitHubPush(b, r.hookURL, "hook-token", "main", sha)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.StopTimer()
-	time.Sleep(2 * time.Second)
-	b.ReportMetric(idle, "idle-RSS-MiB")
-	after := scrape(b, metricsURL)
-	reportPhases(b, before, after, len(ds))
-	b.ReportMetric(rssMiB(b, cmd.Process.Pid), "steady-RSS-MiB")
-	b.ReportMetric(gauge(after, "go_memstats_heap_inuse_bytes")/(1<<20), "steady-heap-MiB")
-	return ds
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b.Fatalf("receiver answered %s", resp.Status)
+	}
+	waitApplied(b, r.c, r.key, sha, time.Minute, 10*time.Millisecond, r.dir)
+	return time.Since(start)
 }
 
 // waitApplied polls the Sync every poll until it is Ready with sha as its
@@ -375,19 +404,9 @@ func reportPhases(b *testing.B, before, after map[string]*dto.MetricFamily, n in
 
 // rssMiB reads the resident set size of process pid from /proc.
 func rssMiB(b *testing.B, pid int) float64 {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	mib, err := measure.RSSMiB(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for l := range strings.Lines(string(status)) {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatalf("/proc/%d/status has no VmRSS", pid)
-	return 0
+	return mib
 }
