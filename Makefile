@@ -9,7 +9,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
 
-.PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+.PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench flux vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -164,10 +164,13 @@ fuzz: $(BIN)/cue
 ## bundle in-process (root); on that cluster too, a DataVolume-backed VM
 ## created → the guest's marker on its console, next to the same VM
 ## booting a DataVolume imported before (root; skips while converge vet
-## refuses its VM)
-bench: controlplane cni
+## refuses its VM); converge beside Flux's controllers (make flux) on the
+## same kind of API server and Git server, with kubectl apply --server-side
+## as the anchor, printed as a table with ratios
+bench: controlplane cni flux $(BIN)/kubectl
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
+	$(GO) test -run '^$$' -bench '^BenchmarkFlux$$' -benchtime 10x -timeout 30m ./internal/bench/
 	$(GO) test -run '^$$' -bench . -benchtime 1000x ./operators/network/macpool/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/network/netattach/
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
@@ -178,6 +181,13 @@ bench: controlplane cni
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/
+
+## flux: Flux's source-controller v1.9.1 and kustomize-controller v1.9.4
+## with their CRDs in bin/flux, built from the Go module proxy
+## (hack/flux/build.sh; a version-stamped cache: 2-4 min each on an idle
+## 2-core machine, 23-42 min under load); for make bench only
+flux:
+	hack/flux/build.sh $(BIN)
 
 clean:
 	rm -rf $(BIN)

@@ -4,9 +4,11 @@
 // converge's pipeline, fluxcd/pkg/ssa ApplyAllStaged, and one plain SSA
 // PATCH per object (the floor); and commit-to-applied latency through
 // converge-controller's push receiver next to applying the same change
-// in-process, with the controller's memory (sync_test.go). Run with `make
-// bench`; compare ns/op, requests/op and median-ms between the
-// sub-benchmarks of one run.
+// in-process, with the controller's memory (sync_test.go); and converge
+// beside Flux's source-controller and kustomize-controller run as
+// processes, with kubectl apply --server-side as an anchor (flux_test.go).
+// Run with `make bench`; compare ns/op, requests/op and median-ms between
+// the sub-benchmarks of one run.
 package bench
 
 import (
