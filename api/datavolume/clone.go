@@ -22,6 +22,12 @@ const (
 	// ReasonCrossNodeClone: the new volume is bound on another node than
 	// the source's, or the source is not a hostpath CSI volume (converge's).
 	ReasonCrossNodeClone = "CrossNodeClone"
+	// ReasonCloneUnauthorized: a clone from another namespace whose clone
+	// token (api/uploadtoken AnnCloneToken, AnnExtendedCloneToken) is
+	// missing, does not verify or names another clone (converge's; CDI's
+	// controller returns "clone token missing" / "invalid token" as a
+	// reconcile error).
+	ReasonCloneUnauthorized = "CloneUnauthorized"
 )
 
 // IsClone reports whether dv clones a volume: spec.source.pvc or
@@ -32,39 +38,22 @@ func IsClone(dv *cdiv1.DataVolume) bool {
 
 // CheckClone gives the error of a clone source CDI's webhook refuses
 // (validateSourceRef: kind DataSource, a name; validateDataVolumeSourcePVC:
-// a name), or converge: a source in another namespace than dv's.
-// CDI authorizes such a clone in its webhook (the creator must be allowed
-// to create datavolumes/source in the source namespace,
-// pkg/apiserver/webhooks/datavolume-validate.go); converge has no
-// DataVolume webhook to check it, so it refuses cross-namespace clones.
+// a name). A source in another namespace is accepted here: whether the
+// creator may clone it is the DataVolume admission webhook's question
+// (operators/cdi/dvadmission, CDI's datavolume-mutate), whose clone token
+// the controller and the node agent check.
 func CheckClone(dv *cdiv1.DataVolume) error {
-	ns := func(n *string) string {
-		if n == nil || *n == "" {
-			return dv.Namespace
-		}
-		return *n
-	}
 	if r := dv.Spec.SourceRef; r != nil {
 		switch {
 		case r.Kind != cdiv1.DataVolumeDataSource:
 			return fmt.Errorf("DataVolume %s/%s: spec.sourceRef.kind %q: expected %s", dv.Namespace, dv.Name, r.Kind, cdiv1.DataVolumeDataSource)
 		case r.Name == "":
 			return fmt.Errorf("DataVolume %s/%s: spec.sourceRef.name: empty; expected the name of a DataSource", dv.Namespace, dv.Name)
-		case ns(r.Namespace) != dv.Namespace:
-			return crossNamespace(dv, "spec.sourceRef.namespace", ns(r.Namespace))
 		}
 		return nil
 	}
-	p := dv.Spec.Source.PVC
-	switch {
-	case p.Name == "":
+	if dv.Spec.Source.PVC.Name == "" {
 		return fmt.Errorf("DataVolume %s/%s: spec.source.pvc.name: empty; expected the name of the PVC to clone", dv.Namespace, dv.Name)
-	case p.Namespace != "" && p.Namespace != dv.Namespace:
-		return crossNamespace(dv, "spec.source.pvc.namespace", p.Namespace)
 	}
 	return nil
-}
-
-func crossNamespace(dv *cdiv1.DataVolume, field, ns string) error {
-	return fmt.Errorf("DataVolume %s/%s: %s %q: converge clones within the DataVolume's namespace only (CDI's webhook authorizes a cross-namespace clone, create datavolumes/source in %s; converge has no such check)", dv.Namespace, dv.Name, field, ns, ns)
 }

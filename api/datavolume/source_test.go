@@ -56,8 +56,7 @@ func TestSourceKind(t *testing.T) {
 		{"sourceRef and a source", &cdiv1.DataVolumeSource{Blank: &cdiv1.DataVolumeBlankImage{}}, "", true, "", false, "DataVolume n/d: spec.sourceRef and spec.source.blank are set; expected exactly one of"},
 		{"pvc", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "n", Name: "golden"}}, "", false, SourcePVC, false, ""},
 		{"pvc without namespace", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Name: "golden"}}, "", false, SourcePVC, false, ""},
-		{"pvc of another namespace", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "golden"}}, "", false, "", false,
-			`DataVolume n/d: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only`},
+		{"pvc of another namespace (authorized by the webhook)", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "golden"}}, "", false, SourcePVC, false, ""},
 		{"pvc without name", &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "n"}}, "", false, "", false, "spec.source.pvc.name: empty"},
 		{"snapshot", &cdiv1.DataVolumeSource{Snapshot: &cdiv1.DataVolumeSourceSnapshot{Namespace: "n", Name: "s"}}, "", false, "", false, "spec.source.snapshot: not supported by converge"},
 		{"none", nil, "", false, "", false, "DataVolume n/d: expected exactly one of spec.source.http, spec.source.registry, spec.source.pvc, spec.source.blank, spec.source.upload or spec.sourceRef"},
@@ -108,8 +107,7 @@ func TestCheckClone(t *testing.T) {
 		{"same namespace", cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}, ""},
 		{"another kind", cdiv1.DataVolumeSourceRef{Kind: "PersistentVolumeClaim", Name: "fedora"}, `DataVolume n/d: spec.sourceRef.kind "PersistentVolumeClaim": expected DataSource`},
 		{"no name", cdiv1.DataVolumeSourceRef{Kind: "DataSource"}, "DataVolume n/d: spec.sourceRef.name: empty"},
-		{"another namespace", cdiv1.DataVolumeSourceRef{Kind: "DataSource", Namespace: &other, Name: "fedora"},
-			`DataVolume n/d: spec.sourceRef.namespace "images": converge clones within the DataVolume's namespace only (CDI's webhook authorizes a cross-namespace clone, create datavolumes/source in images`},
+		{"another namespace (authorized by the webhook)", cdiv1.DataVolumeSourceRef{Kind: "DataSource", Namespace: &other, Name: "fedora"}, ""},
 	} {
 		dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "d"}, Spec: cdiv1.DataVolumeSpec{SourceRef: &tc.ref}}
 		err := CheckClone(dv)

@@ -17,6 +17,9 @@ const (
 	// OperationUpload allows one upload into the token's PVC (CDI's
 	// token.OperationUpload).
 	OperationUpload Operation = "Upload"
+	// OperationClone allows cloning the token's PVC (Name, Namespace)
+	// into the DataVolume its Params name (CDI's token.OperationClone).
+	OperationClone Operation = "Clone"
 	// TokenIssuer is the token's iss claim (CDI's is "cdi-apiserver").
 	TokenIssuer = "converge-controller"
 )
@@ -44,6 +47,10 @@ type Claims struct {
 	Namespace string `json:"namespace"`
 	// Resource is PVCResource.
 	Resource GroupVersionResource `json:"resource"`
+	// Params are CDI's payload params: for OperationClone the target
+	// (ParamTargetNamespace, ParamTargetName) and, in an extended token,
+	// the target DataVolume's UID (ParamUID).
+	Params map[string]string `json:"params,omitempty"`
 	// IssuedAt and Expiry bound the token's validity (second precision).
 	IssuedAt, Expiry time.Time `json:"-"`
 }

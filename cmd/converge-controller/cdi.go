@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/converge-dev/converge/internal/aggregated"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
+	"github.com/converge-dev/converge/operators/cdi/clonetoken"
+	"github.com/converge-dev/converge/operators/cdi/dvadmission"
 	"github.com/converge-dev/converge/operators/cdi/uploadapi"
 	"github.com/converge-dev/converge/operators/cdi/uploadproxy"
 	"github.com/converge-dev/converge/operators/cdi/uploadtoken"
@@ -53,4 +57,25 @@ func setupCDIAPI(mgr manager.Manager, f cdiAPIFlags, gates *operand.Gates, certs
 		return err
 	}
 	return uploadproxy.Setup(mgr, uploadproxy.SetupOptions{BindAddress: f.proxyAddr, Certs: certs, PublicKeys: keys.PublicKeys, Gate: gate})
+}
+
+// newCloneTokens gives the clone tokens of cross-namespace clones, signed
+// with the upload token key kept in keysNS (one key pair, as CDI's
+// apiserver signs both) through an uncached client.
+func newCloneTokens(mgr manager.Manager, keysNS string) (*clonetoken.Tokens, error) {
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("clone tokens: %w", err)
+	}
+	keys := uploadtoken.DefaultOptions()
+	keys.KeySecret.Namespace, keys.PublicKeys.Namespace = keysNS, keysNS
+	return clonetoken.New(direct, keys), nil
+}
+
+// dvAdmission gives the DataVolume admission webhook (CDI's
+// datavolume-mutate: the clone authorization), registered while the
+// cdi-apiserver role runs.
+func dvAdmission(mgr manager.Manager, tokens *clonetoken.Tokens, gates *operand.Gates) webhook.Configuration {
+	return dvadmission.Webhook(dvadmission.Mutator{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Tokens: tokens},
+		func(ctx context.Context) error { return gates.Wait(ctx, cdioperator.RoleAPIServer) })
 }

@@ -69,6 +69,7 @@ import (
 	"github.com/converge-dev/converge/internal/nodeclient"
 	"github.com/converge-dev/converge/internal/webhook"
 	"github.com/converge-dev/converge/operators/cdi/cdioperator"
+	"github.com/converge-dev/converge/operators/cdi/clonetoken"
 	"github.com/converge-dev/converge/operators/cdi/dataimportcron"
 	"github.com/converge-dev/converge/operators/cdi/datasource"
 	"github.com/converge-dev/converge/operators/cdi/datavolume"
@@ -300,10 +301,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var cloneTokens *clonetoken.Tokens
 	if dataVolumes {
 		dvo := datavolume.DefaultOptions()
 		dvo.Gate = func(ctx context.Context) error { return cdiGates.Wait(ctx, cdioperator.RoleController) }
 		dvo.CDI = cdioperator.Active(mgr.GetClient())
+		if cloneTokens, err = newCloneTokens(mgr, wh.namespace()); err != nil {
+			return err
+		}
+		dvo.Tokens = cloneTokens
 		if err := datavolume.Setup(mgr, dvo); err != nil {
 			return err
 		}
@@ -361,6 +367,11 @@ func run() error {
 		}
 		if err := webhooks.Register(hcowebhook.Webhook(engine, localFacts)); err != nil {
 			return err
+		}
+		if cloneTokens != nil {
+			if err := webhooks.Register(dvAdmission(mgr, cloneTokens, cdiGates)); err != nil {
+				return err
+			}
 		}
 	}
 	// The native operators: each consumes the operand CRs marked native

@@ -89,6 +89,10 @@ node. Needs qemu-img (Debian qemu-utils).`,
 			}
 			log := zap.New(zap.WriteTo(cmd.ErrOrStderr()))
 			ctrl.SetLogger(log)
+			if keysNamespace != "" {
+				opts.CloneKeys = up.PublicKeys
+				opts.CloneKeys.Namespace = keysNamespace
+			}
 			if up.BindAddress != "" {
 				uo := up
 				uo.Volumes = opts
@@ -114,6 +118,6 @@ node. Needs qemu-img (Debian qemu-utils).`,
 	f.StringVar(&opts.Importer.QemuImg, "qemu-img", opts.Importer.QemuImg, "qemu-img binary")
 	f.StringVar(&up.BindAddress, "upload-bind-address", up.BindAddress, "host:port of the HTTPS upload server (empty: no upload server)")
 	f.StringVar(&up.AdvertiseAddress, "upload-advertise-address", "", "host:port clients dial for uploads, published on the Node (default: the Node's InternalIP and the bound port)")
-	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the upload token public keys ConfigMap "+uploadtoken.PublicKeysName+" (converge-controller's namespace)")
+	f.StringVar(&keysNamespace, "upload-keys-namespace", keysNamespace, "namespace of the token public keys ConfigMap "+uploadtoken.PublicKeysName+" (converge-controller's namespace): upload tokens and the clone tokens of clones from another namespace are checked against it")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,11 +44,14 @@ const (
 // one manager, and a storage pool in a temporary directory.
 type importEnv struct {
 	c      client.Client
+	cfg    *rest.Config // admin
 	pool   hostpath.Pool
 	driver *hostpath.Driver
 }
 
-func newImportEnv(t *testing.T) *importEnv {
+// newImportEnv starts the env; each of with may change the controller's
+// and the agent's options (given the admin client) before they start.
+func newImportEnv(t *testing.T, with ...func(client.Client, *datavolume.Options, *importcontroller.Options)) *importEnv {
 	t.Helper()
 	storagetest.RequireTool(t, "qemu-img", "qemu-utils")
 	// The managers' logs are not needed (failures show in the DataVolume
@@ -62,6 +66,9 @@ func newImportEnv(t *testing.T) *importEnv {
 	o.Retries, o.Backoff, o.MaxBackoff = 2, 50*time.Millisecond, 100*time.Millisecond
 	o.Importer.Retries, o.Importer.Backoff, o.Importer.MaxBackoff = 0, 10*time.Millisecond, 10*time.Millisecond
 	o.StatusInterval, o.CRDPoll, o.SkipNameValidation = 100*time.Millisecond, 100*time.Millisecond, true
+	for _, f := range with {
+		f(c, &dvo, &o)
+	}
 	mctx := controlplane.RunManagerForTest(t, cp, scheme,
 		func(mgr ctrl.Manager) error { return datavolume.Setup(mgr, dvo) },
 		func(mgr ctrl.Manager) error { return importcontroller.Setup(mgr, o) })
@@ -95,7 +102,7 @@ func newStorageEnv(t *testing.T) (*importEnv, *controlplane.Env, *runtime.Scheme
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	must(t, c.Status().Update(ctx, n))
 
-	e := &importEnv{c: c}
+	e := &importEnv{c: c, cfg: cp.Config}
 	e.driver, e.pool = storagetest.StartDriver(t, node, poolDir)
 	return e, cp, scheme
 }

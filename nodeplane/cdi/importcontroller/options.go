@@ -3,6 +3,7 @@ package importcontroller
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/converge-dev/converge/nodeplane/cdi/importer"
@@ -50,6 +51,12 @@ type Options struct {
 	// SkipNameValidation lets several managers in one process register
 	// the controller; for tests.
 	SkipNameValidation bool
+	// CloneKeys is the ConfigMap of the token verification keys
+	// converge-controller publishes (uploadtoken.DefaultPublicKeys in
+	// its namespace): a clone from another namespace is copied only when
+	// the DataVolume's extended clone token verifies against them. Empty
+	// Name refuses such clones.
+	CloneKeys types.NamespacedName
 	// Setups are called by Run with the agent's manager after Setup, to
 	// add more node roles to the same process (the upload server:
 	// uploadserver.Setup). An error stops Run.

@@ -24,30 +24,43 @@ type clone struct {
 	message    string
 }
 
-// resolveClone follows dv's spec.sourceRef (a DataSource in dv's
-// namespace, read from the API server: its spec.source.pvc, or the
-// DataSource its spec.source.dataSource names, one level as CDI allows)
-// or spec.source.pvc to the source PVC, as CDI's
+// resolveClone follows dv's spec.sourceRef (a DataSource in
+// spec.sourceRef.namespace, else dv's namespace, read from the API server:
+// its spec.source.pvc, or the DataSource its spec.source.dataSource names,
+// one level as CDI allows) or spec.source.pvc to the source PVC (a
+// namespace left empty is dv's, as CDI's newCloneSourceHandler), as CDI's
 // pkg/controller/datavolume (getSourceRefOp, clone-controller-base.go):
 // missing objects wait (CloneWithoutSource), a PVC not Bound or whose
 // DataVolume has not Succeeded waits (CloneSourceNotReady), a snapshot
 // source fails (converge's hostpath volumes have no snapshots), and so
 // does a source whose PV is not node-local (CrossNodeClone: a
-// host-assisted clone copies on the source's node).
+// host-assisted clone copies on the source's node). A source in another
+// namespace must be authorized by dv's clone token (authorize).
 func (r *Reconciler) resolveClone(ctx context.Context, dv *cdiv1.DataVolume) (clone, error) {
 	ns, name := dv.Namespace, ""
 	if ref := dv.Spec.SourceRef; ref != nil {
-		src, c, err := r.dataSource(ctx, dv.Namespace, ref.Name, 0)
+		dsNS := dv.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			dsNS = *ref.Namespace
+		}
+		src, c, err := r.dataSource(ctx, dsNS, ref.Name, 0)
 		if err != nil || src == nil {
 			return c, err
 		}
-		if src.Namespace != "" && src.Namespace != dv.Namespace {
-			return clone{failReason: dvapi.ReasonUnsupportedSource, message: fmt.Sprintf(
-				"DataSource %s/%s: spec.source.pvc.namespace %q: converge clones within the DataVolume's namespace only", dv.Namespace, ref.Name, src.Namespace)}, nil
+		if src.Namespace != "" {
+			ns = src.Namespace
 		}
 		name = src.Name
 	} else {
 		name = dv.Spec.Source.PVC.Name
+		if n := dv.Spec.Source.PVC.Namespace; n != "" {
+			ns = n
+		}
+	}
+	if ns != dv.Namespace {
+		if c, err := r.authorize(ctx, dv, ns, name); err != nil || c.failReason != "" {
+			return c, err
+		}
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pvc); err != nil {
@@ -84,7 +97,8 @@ func (r *Reconciler) resolveClone(ctx context.Context, dv *cdiv1.DataVolume) (cl
 }
 
 // dataSource gives the spec.source.pvc of DataSource ns/name, following
-// one spec.source.dataSource reference (depth counts them).
+// one spec.source.dataSource reference (depth counts them); a PVC without
+// a namespace is in the DataVolume's.
 func (r *Reconciler) dataSource(ctx context.Context, ns, name string, depth int) (*cdiv1.DataVolumeSourcePVC, clone, error) {
 	ds := &cdiv1.DataSource{}
 	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ds); err != nil {
@@ -104,10 +118,6 @@ func (r *Reconciler) dataSource(ctx context.Context, ns, name string, depth int)
 		rns := s.DataSource.Namespace
 		if rns == "" {
 			rns = ns
-		}
-		if rns != ns {
-			return nil, clone{failReason: dvapi.ReasonUnsupportedSource, message: fmt.Sprintf(
-				"DataSource %s/%s: spec.source.dataSource.namespace %q: converge clones within the DataVolume's namespace only", ns, name, rns)}, nil
 		}
 		return r.dataSource(ctx, rns, s.DataSource.Name, depth+1)
 	case s.DataSource != nil:

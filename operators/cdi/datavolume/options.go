@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge/operators/cdi/clonetoken"
 )
 
 // Options are the cdi-controller role's settings.
@@ -29,6 +31,11 @@ type Options struct {
 	// giving nil, PVCs get no filesystem overhead, as with CDI before its
 	// CDIConfig exists.
 	CDI func(ctx context.Context) (*unstructured.Unstructured, error)
+	// Tokens, when set, checks the clone tokens of clones from another
+	// namespace (the DataVolume admission webhook's,
+	// operators/cdi/dvadmission); unset, such clones fail
+	// CloneUnauthorized.
+	Tokens *clonetoken.Tokens
 }
 
 // DefaultOptions gives CRDPoll 5 s and Concurrency 4.

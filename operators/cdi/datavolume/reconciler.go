@@ -18,6 +18,7 @@ import (
 
 	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/operators/cdi/clonetoken"
 )
 
 // Reconciler is the DataVolume controller: it creates each DataVolume's
@@ -32,6 +33,9 @@ type Reconciler struct {
 	// CRD may come after the controller starts); nil reads through
 	// Client.
 	Reader client.Reader
+	// Tokens checks and extends the clone tokens of clones from another
+	// namespace (authorize); nil refuses such clones.
+	Tokens *clonetoken.Tokens
 }
 
 func (r *Reconciler) reader() client.Reader {

@@ -49,7 +49,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 func register(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{Client: mgr.GetClient(), CDI: opts.CDI, Reader: mgr.GetAPIReader()}
+	r := &Reconciler{Client: mgr.GetClient(), CDI: opts.CDI, Reader: mgr.GetAPIReader(), Tokens: opts.Tokens}
 	// A new or newly Ready importer node may unblock DataVolumes waiting
 	// for one.
 	waiting := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {

@@ -70,6 +70,7 @@ func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
 		return o.Webhooks.Register(vmadmission.Webhook(vmadmission.Options{
 			ObsoleteCPUModels: func() map[string]bool { return configs.Get(context.Background()).ObsoleteCPUModels },
 			Instancetypes:     mgr.GetAPIReader(),
+			Clones:            mgr.GetClient(),
 			Ready:             func(ctx context.Context) error { return gates.Wait(ctx, RoleVMValidation) },
 		}))
 	}

@@ -34,6 +34,8 @@ type Options struct {
 	ObsoleteCPUModels func() map[string]bool
 	// Instancetypes: see Validator.
 	Instancetypes client.Reader
+	// Clones: see Validator.
+	Clones client.Client
 	// Ready, when set, holds the registration until it returns nil (the
 	// virt operator's gate: a native KubeVirt CR exists).
 	Ready func(ctx context.Context) error
@@ -56,7 +58,7 @@ func Webhook(o Options) webhook.Configuration {
 		return webhook.ValidatingHook{Name: name, Path: path,
 			Group: "kubevirt.io", Version: "v1", Resource: resource, MatchPolicy: admissionregistrationv1.Equivalent}
 	}
-	v := Validator{ObsoleteCPUModels: o.ObsoleteCPUModels, Instancetypes: o.Instancetypes}
+	v := Validator{ObsoleteCPUModels: o.ObsoleteCPUModels, Instancetypes: o.Instancetypes, Clones: o.Clones}
 	return webhook.Configuration{
 		Name:    ConfigurationName,
 		What:    "the VM validation webhook",

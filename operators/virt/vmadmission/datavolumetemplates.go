@@ -1,14 +1,23 @@
 package vmadmission
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 
 	dvapi "github.com/converge-dev/converge/api/datavolume"
 	"github.com/converge-dev/converge/api/vmisupport"
+	"github.com/converge-dev/converge/operators/cdi/cloneauth"
 )
 
 // CheckDataVolumeTemplates gives the fields of vm's
@@ -20,7 +29,8 @@ import (
 // references), a namespace other than the VM's (its DataVolume could not
 // be created there), and a source converge's DataVolume controller does
 // not import or clone (api/datavolume SourceKind: http, registry, blank,
-// upload, and clones of a PVC or DataSource of the VM's namespace), so
+// upload, and clones of a PVC or DataSource; whether the requester may
+// clone from another namespace is CheckDataVolumeClones'), so
 // that such a VM is refused rather than left with a Failed DataVolume.
 // Paths are the fields' own (spec.dataVolumeTemplates[i]...).
 func CheckDataVolumeTemplates(vm *kubevirtv1.VirtualMachine) vmisupport.FieldErrors {
@@ -112,4 +122,51 @@ func referenced(vm *kubevirtv1.VirtualMachine, name string) bool {
 		}
 	}
 	return false
+}
+
+// CheckDataVolumeClones gives the dataVolumeTemplates of vm whose clone
+// from another namespace user may not make, as KubeVirt's VM admitter
+// (pkg/virt-api/webhooks/validating-webhook/admitters/vms-admitter.go
+// authorizeVirtualMachineSpec): each template's DataVolume, in vm's
+// namespace, is authorized with cdiv1 DataVolume.AuthorizeUser through
+// proxy (create on datavolumes/source, or pods, in the source namespace),
+// and a refusal is CDI's reason on spec.dataVolumeTemplates[i]. A
+// template that does not clone, or clones within the namespace, passes; a
+// DataSource that does not exist is an error only when it is in another
+// namespace (a clone within the namespace waits for it).
+func CheckDataVolumeClones(vm *kubevirtv1.VirtualMachine, proxy cdiv1.AuthorizationHelperProxy, user authenticationv1.UserInfo) (vmisupport.FieldErrors, error) {
+	var errs vmisupport.FieldErrors
+	for i := range vm.Spec.DataVolumeTemplates {
+		t := &vm.Spec.DataVolumeTemplates[i]
+		dv := &cdiv1.DataVolume{ObjectMeta: *t.ObjectMeta.DeepCopy(), Spec: *t.Spec.DeepCopy()}
+		dv.Namespace = vm.Namespace
+		resp, err := dv.AuthorizeUser(vm.Namespace, vm.Name, proxy, user)
+		switch {
+		case errors.Is(err, cdiv1.ErrNoTokenOkay):
+		case apierrors.IsNotFound(err) && t.Spec.SourceRef != nil && (t.Spec.SourceRef.Namespace == nil || *t.Spec.SourceRef.Namespace == "" || *t.Spec.SourceRef.Namespace == vm.Namespace):
+		case err != nil:
+			return nil, fmt.Errorf("spec.dataVolumeTemplates[%d]: authorizing the clone: %w", i, err)
+		case !resp.Allowed:
+			errs = append(errs, &vmisupport.FieldError{Path: fmt.Sprintf("spec.dataVolumeTemplates[%d]", i), Reason: resp.Reason})
+		}
+	}
+	return errs, nil
+}
+
+// cloneErrors decodes req's VirtualMachine and gives
+// CheckDataVolumeClones for the requesting user, reading through
+// Instancetypes (uncached) when set, else Clones.
+func (v Validator) cloneErrors(ctx context.Context, req ctrladmission.Request) (vmisupport.FieldErrors, error) {
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := json.Unmarshal(req.Object.Raw, vm); err != nil {
+		return nil, fmt.Errorf("decoding the VirtualMachine: %w", err)
+	}
+	if vm.Namespace == "" {
+		vm.Namespace = req.Namespace
+	}
+	var reader client.Reader = v.Clones
+	if v.Instancetypes != nil {
+		reader = v.Instancetypes // uncached
+	}
+	return CheckDataVolumeClones(vm, cloneauth.Proxy{Ctx: ctx, Client: v.Clones, Reader: reader}, req.UserInfo)
 }

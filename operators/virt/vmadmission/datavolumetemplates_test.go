@@ -62,9 +62,8 @@ func TestCheckDataVolumeTemplates(t *testing.T) {
 			t.Namespace = "other"
 			return t
 		}()), []string{`spec.dataVolumeTemplates[0].metadata.namespace: "other": a VirtualMachine's DataVolumes are created in its namespace "default"`}},
-		{"a clone from another namespace", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
-			Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "fedora"}}})),
-			[]string{`spec.dataVolumeTemplates[0].spec.source: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only (CDI's webhook authorizes a cross-namespace clone, create datavolumes/source in images; converge has no such check) (converge's DataVolume controller)`}},
+		{"a clone from another namespace (authorized by CheckDataVolumeClones)", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,
+			Source: &cdiv1.DataVolumeSource{PVC: &cdiv1.DataVolumeSourcePVC{Namespace: "images", Name: "fedora"}}})), nil},
 		{"a clone of a DataSource", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: &cdiv1.StorageSpec{},
 			SourceRef: &cdiv1.DataVolumeSourceRef{Kind: "DataSource", Name: "fedora"}})), nil},
 		{"a DataSource of another kind", vm([]string{"root"}, tmpl("root", cdiv1.DataVolumeSpec{Storage: storage,

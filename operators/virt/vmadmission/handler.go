@@ -24,6 +24,11 @@ type Validator struct {
 	// ControllerRevisions a VirtualMachine names (CheckInstancetypes);
 	// without it only its matchers are checked.
 	Instancetypes client.Reader
+	// Clones, when set, creates the SubjectAccessReviews that authorize
+	// the requesting user's clones from another namespace in a
+	// VirtualMachine's dataVolumeTemplates (CheckDataVolumeClones), and
+	// reads their Namespaces and DataSources (uncached).
+	Clones client.Client
 }
 
 var _ ctrladmission.Handler = Validator{}
@@ -37,7 +42,8 @@ var _ ctrladmission.Handler = Validator{}
 //     still be stopped, relabelled or have its finalizers removed);
 //   - denied, with Message's lines, when CheckWith finds fields converge
 //     refuses (obsolete CPU models per ObsoleteCPUModels), or, for a
-//     VirtualMachine, CheckInstancetypes (reading through Instancetypes);
+//     VirtualMachine, CheckInstancetypes (reading through Instancetypes)
+//     or CheckDataVolumeClones (with Clones);
 //   - an error (400) naming the object when its JSON does not decode, or
 //     the kind is neither.
 func (v Validator) Handle(ctx context.Context, req ctrladmission.Request) ctrladmission.Response {
@@ -70,6 +76,13 @@ func (v Validator) Handle(ctx context.Context, req ctrladmission.Request) ctrlad
 			return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
 		}
 		errs = append(errs, ierrs...)
+		if v.Clones != nil {
+			cerrs, err := v.cloneErrors(ctx, req)
+			if err != nil {
+				return ctrladmission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", what, err))
+			}
+			errs = append(errs, cerrs...)
+		}
 	}
 	if len(errs) > 0 {
 		return ctrladmission.Denied(Message(what, errs))

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -12,6 +13,7 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/operators/cdi/cloneauth"
 	"github.com/converge-dev/converge/operators/virt/virtcontroller/vmstate"
 )
 
@@ -30,10 +32,9 @@ const AllowClaimAdoptionAnnotation = "cdi.kubevirt.io/allowClaimAdoption"
 // VM's namespace, with the label kubevirt.io/created-by=<VM UID>, the
 // annotation AllowClaimAdoptionAnnotation=true, the VMI template's
 // priorityClassName when the DataVolume sets none, and a controller owner
-// reference to vm. KubeVirt also resolves a spec.sourceRef DataSource
-// into a clone source; converge's DataVolume controller clones nothing
-// (the VM validation webhook refuses such templates), so the spec is
-// taken as it is. A template in another namespace than the VM's is an
+// reference to vm. The spec is taken as it is: a spec.sourceRef is
+// resolved by the DataVolume controller (operators/cdi/datavolume), as
+// CDI does. A template in another namespace than the VM's is an
 // error naming the field (KubeVirt's create would fail on it).
 func NewDataVolume(vm *kubevirtv1.VirtualMachine, i int) (*cdiv1.DataVolume, error) {
 	t := &vm.Spec.DataVolumeTemplates[i]
@@ -116,6 +117,9 @@ func (r *Reconciler) handleDataVolumes(ctx context.Context, vm *kubevirtv1.Virtu
 			if err != nil {
 				return false, fmt.Errorf("unable to create DataVolume manifest: %w", err)
 			}
+			if err := r.authorizeDataVolume(ctx, vm, dv); err != nil {
+				return false, fmt.Errorf("not authorized to create DataVolume: %w", err)
+			}
 			if err := r.Client.Create(ctx, dv); err != nil && !apierrors.IsAlreadyExists(err) {
 				return false, fmt.Errorf("failed to create DataVolume: %w", err)
 			}
@@ -165,6 +169,41 @@ func (r *Reconciler) claimDataVolumes(ctx context.Context, vm *kubevirtv1.Virtua
 		if err := r.Client.Patch(ctx, dv, patch); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("adopting DataVolume %s: %w", key, err)
 		}
+	}
+	return nil
+}
+
+// authorizeDataVolume refuses dv, a DataVolume of vm's templates that
+// clones from another namespace, unless vm's ServiceAccount (the last
+// serviceAccount volume of its template, else "default") may clone its
+// source, as KubeVirt's authorizeDataVolume (pkg/virt-controller/watch/
+// vm.go: cdiv1 DataVolume.AuthorizeSA, SubjectAccessReviews through
+// cloneauth.Proxy); the error is CDI's reason. A DataSource of vm's own
+// namespace that does not exist yet is let through (its DataVolume waits
+// for it, CloneWithoutSource).
+func (r *Reconciler) authorizeDataVolume(ctx context.Context, vm *kubevirtv1.VirtualMachine, dv *cdiv1.DataVolume) error {
+	sa := "default"
+	if vm.Spec.Template != nil {
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			if v.ServiceAccount != nil {
+				sa = v.ServiceAccount.ServiceAccountName
+			}
+		}
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	resp, err := dv.AuthorizeSA(vm.Namespace, vm.Name, cloneauth.Proxy{Ctx: ctx, Client: r.Client, Reader: reader}, vm.Namespace, sa)
+	switch {
+	case errors.Is(err, cdiv1.ErrNoTokenOkay):
+		return nil
+	case apierrors.IsNotFound(err) && dv.Spec.SourceRef != nil && (dv.Spec.SourceRef.Namespace == nil || *dv.Spec.SourceRef.Namespace == "" || *dv.Spec.SourceRef.Namespace == vm.Namespace):
+		return nil // a clone within the namespace: the DataVolume waits for its DataSource
+	case err != nil:
+		return err
+	case !resp.Allowed:
+		return errors.New(resp.Reason)
 	}
 	return nil
 }
