@@ -23,7 +23,7 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/cue.mod"
 cp "$root/cue.mod/module.cue" "$scratch/cue.mod/"
 cp "$root/go.mod" "$root/go.sum" "$scratch/"
-printf 'package gen\n\nimport (\n\t_ "kubevirt.io/api/core/v1"\n\t_ "kubevirt.io/api/instancetype/v1beta1"\n)\n' >"$scratch/gen.go"
+printf 'package gen\n\nimport (\n\t_ "kubevirt.io/api/core/v1"\n\t_ "kubevirt.io/api/instancetype/v1beta1"\n\t_ "kubevirt.io/api/snapshot/v1beta1"\n)\n' >"$scratch/gen.go"
 # cue get go types any Go type with an UnmarshalJSON method as `_`.
 # kubevirt.io/api's VirtualMachineInstanceSpec, DHCPOptions and PodNetwork
 # have one only to sanitise IP addresses, so they are generated from a
@@ -35,7 +35,7 @@ chmod -R u+w "$scratch/kubevirt-api"
 sed -i 's/) UnmarshalJSON(data \[\]byte) error {/) unmarshalJSONForCUE(data []byte) error {/' \
 	"$scratch/kubevirt-api/core/v1/types.go" "$scratch/kubevirt-api/core/v1/schema.go"
 (cd "$scratch" && go mod edit -replace kubevirt.io/api=./kubevirt-api)
-(cd "$scratch" && GOFLAGS=-mod=mod "$cue" get go kubevirt.io/api/core/v1 kubevirt.io/api/instancetype/v1beta1)
+(cd "$scratch" && GOFLAGS=-mod=mod "$cue" get go kubevirt.io/api/core/v1 kubevirt.io/api/instancetype/v1beta1 kubevirt.io/api/snapshot/v1beta1)
 find "$dest" -name '*_go_gen.cue' -delete
 cd "$scratch/cue.mod/gen"
 find . -name '*_go_gen.cue' | while read -r f; do
