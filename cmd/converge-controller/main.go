@@ -40,11 +40,13 @@ import (
 	"os"
 	"time"
 
+	volumesnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	vmsnapshotv1beta1 "kubevirt.io/api/snapshot/v1beta1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	uploadv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/upload/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -419,8 +421,10 @@ func run() error {
 
 // newScheme knows the client-go types, converge.dev/v1alpha1,
 // kubevirt.io/v1 (VirtualMachine, VirtualMachineInstance for the
-// virt-controller), cdi.kubevirt.io/v1beta1 (DataVolume) and
-// upload.cdi.kubevirt.io/v1beta1 (UploadTokenRequest).
+// virt-controller), cdi.kubevirt.io/v1beta1 (DataVolume),
+// upload.cdi.kubevirt.io/v1beta1 (UploadTokenRequest),
+// snapshot.kubevirt.io/v1beta1 and snapshot.storage.k8s.io/v1 (the VM
+// snapshot and restore controllers).
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -436,6 +440,12 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := uploadv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := vmsnapshotv1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := volumesnapshotv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
