@@ -180,7 +180,9 @@ func TestRestoredVM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := restore(func(r *snapshotv1.VirtualMachineRestore) { r.Status = &snapshotv1.VirtualMachineRestoreStatus{Restores: restores} })
+			r := restore(func(r *snapshotv1.VirtualMachineRestore) {
+				r.Status = &snapshotv1.VirtualMachineRestoreStatus{Restores: restores}
+			})
 			vm, err := vmrestore.RestoredVM(r, tt.src, tt.target)
 			if err != nil {
 				t.Fatal(err)
@@ -260,7 +262,9 @@ func TestPatch(t *testing.T) {
 	}{
 		{"none", nil, func(vm *kubevirtv1.VirtualMachine) bool { return vm.Name == "vm2" }, false},
 		{"label replaced and added", []string{`{"op": "replace", "path": "/metadata/labels/app", "value": "web"}`, `{"op": "add", "path": "/metadata/labels/copy", "value": "yes"}`},
-			func(vm *kubevirtv1.VirtualMachine) bool { return vm.Labels["app"] == "web" && vm.Labels["copy"] == "yes" }, false},
+			func(vm *kubevirtv1.VirtualMachine) bool {
+				return vm.Labels["app"] == "web" && vm.Labels["copy"] == "yes"
+			}, false},
 		{"not JSON", []string{`{"op": `}, nil, true},
 		{"path missing", []string{`{"op": "replace", "path": "/spec/template/spec/nothing", "value": 1}`}, nil, true},
 	}

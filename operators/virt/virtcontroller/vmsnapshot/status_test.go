@@ -69,7 +69,9 @@ func TestNextStatus(t *testing.T) {
 			indications: []snapshotv1.Indication{snapshotv1.VMSnapshotPartialSnapshotIndication}},
 		{name: "created, not yet ready", snap: snap(nil), src: vmsnapshot.SourceState{Exists: true, Locked: true}, content: content(false, &ctime),
 			phase: snapshotv1.Succeeded, progressing: corev1.ConditionFalse, progReason: "Operation complete", ready: corev1.ConditionFalse},
-		{name: "deadline passed", snap: snap(func(s *snapshotv1.VirtualMachineSnapshot) { s.Spec.FailureDeadline = &metav1.Duration{Duration: 30 * time.Second} }),
+		{name: "deadline passed", snap: snap(func(s *snapshotv1.VirtualMachineSnapshot) {
+			s.Spec.FailureDeadline = &metav1.Duration{Duration: 30 * time.Second}
+		}),
 			src: vmsnapshot.SourceState{Exists: true, LockMsg: vmsnapshot.NotLockedMsg}, phase: snapshotv1.Failed, progressing: corev1.ConditionFalse, progReason: "Operation failed", ready: corev1.ConditionFalse},
 		{name: "no deadline (0)", snap: snap(func(s *snapshotv1.VirtualMachineSnapshot) { s.Spec.FailureDeadline = &metav1.Duration{} }),
 			src: vmsnapshot.SourceState{Exists: true, LockMsg: vmsnapshot.NotLockedMsg}, phase: snapshotv1.InProgress, progressing: corev1.ConditionFalse, progReason: vmsnapshot.NotLockedMsg, ready: corev1.ConditionFalse},
