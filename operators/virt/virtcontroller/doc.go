@@ -2,7 +2,7 @@
 // converge-controller next to the Sync controller (gitops/synccontroller)
 // and drives the kubevirt.io/v1 VirtualMachine and VirtualMachineInstance
 // objects the node agent (converge-node vm, nodeplane/vm/agent) runs.
-// Setup starts its three controllers, one package each, as KubeVirt's
+// Setup starts its controllers, one package each, as KubeVirt's
 // pkg/virt-controller/watch/*, once the VM CRDs are installed:
 //
 //   - vm (KubeVirt watch/vm), the VirtualMachine controller: it turns a
@@ -27,6 +27,12 @@
 //     it are Failed with reason NodeUnresponsive, and their finalizer is
 //     released once they are deleted, so a runStrategy Always VM starts
 //     again on another node.
+//   - vmsnapshot and vmrestore (KubeVirt pkg/storage/snapshot), the VM
+//     snapshot and restore controllers: a VirtualMachineSnapshot becomes a
+//     VirtualMachineSnapshotContent and VolumeSnapshots, a
+//     VirtualMachineRestore claims restored from them and the target VM's
+//     rewritten spec. Setup starts them once the snapshot.kubevirt.io and
+//     snapshot.storage.k8s.io CRDs exist too (SnapshotCRDNames).
 //
 // vmstate holds what the controllers and the CLI read alike from the
 // KubeVirt objects (a VM's effective run strategy, a VMI's final phase).

@@ -28,7 +28,11 @@
 // volume of the restored claim and its template dropped (KubeVirt keeps a
 // DataVolume template of the restored name and marks the DataVolume
 // prePopulated, which converge's DataVolume controller does not honour
-// yet); the claim is owned by the target VM, so it goes with the VM as the
-// DataVolume would. volumeRestorePolicy InPlace is refused, and so is
-// volumeOwnershipPolicy other than Vm.
+// yet); the claim is owned by the target VM (volumeOwnershipPolicy Vm, the
+// default; None leaves it unowned), so it goes with the VM as the
+// DataVolume would. volumeRestorePolicy InPlace is refused naming the
+// field, and so is a PrefixTargetName name over 63 characters (KubeVirt
+// shortens it with a hash). Instancetype ControllerRevisions are not
+// copied, and the legacy firmware UUID KubeVirt pins on a VM restored
+// into itself is not set.
 package vmrestore
