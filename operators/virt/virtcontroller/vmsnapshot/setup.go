@@ -32,7 +32,7 @@ type Options struct {
 // snapshot.kubevirt.io/v1beta1, snapshot.storage.k8s.io/v1,
 // cdi.kubevirt.io/v1beta1 and the client-go types.
 func SetupWithManager(mgr ctrl.Manager, o Options) error {
-	r := &Reconciler{Client: mgr.GetClient()}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	c := mgr.GetClient()
 	skip := o.SkipNameValidation
 	return ctrl.NewControllerManagedBy(mgr).Named(Name).

@@ -58,7 +58,12 @@ func VolumeSnapshotName(s *snapshotv1.VirtualMachineSnapshot, volume string) str
 
 // Reconciler drives VirtualMachineSnapshots and their contents.
 type Reconciler struct {
+	// Client reads through the manager's cache and writes.
 	Client client.Client
+	// APIReader lists pods uncached (a snapshot of a stopped VM waits
+	// for pods using its claims), so that converge-controller keeps no
+	// informer of every pod; nil uses Client.
+	APIReader client.Reader
 }
 
 // source is the snapshot's VM as read for one pass.
@@ -261,7 +266,11 @@ func (r *Reconciler) lock(ctx context.Context, snap *snapshotv1.VirtualMachineSn
 	}
 	if !src.state.Online && len(names) > 0 {
 		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.InNamespace(snap.Namespace)); err != nil {
+		var reader client.Reader = r.Client
+		if r.APIReader != nil {
+			reader = r.APIReader
+		}
+		if err := reader.List(ctx, pods, client.InNamespace(snap.Namespace)); err != nil {
 			return err
 		}
 		n := 0
