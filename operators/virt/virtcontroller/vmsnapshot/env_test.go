@@ -9,6 +9,7 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -105,6 +106,7 @@ func cond(s *snapshotv1.VirtualMachineSnapshot, t snapshotv1.ConditionType) snap
 func TestSnapshot(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
+	checkCRDs(t, e)
 	tests := []struct {
 		name    string
 		running bool
@@ -266,4 +268,29 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// checkCRDs checks the engine's snapshot.kubevirt.io CRDs as served:
+// KubeVirt's printer columns and short names.
+func checkCRDs(t *testing.T, e *virttest.Env) {
+	t.Helper()
+	want := map[string][]string{
+		"virtualmachinesnapshots.snapshot.kubevirt.io":        {"SourceKind", "SourceName", "Phase", "ReadyToUse", "CreationTime", "Error", "vmsnapshot"},
+		"virtualmachinesnapshotcontents.snapshot.kubevirt.io": {"ReadyToUse", "CreationTime", "Error", "vmsnapshotcontent"},
+		"virtualmachinerestores.snapshot.kubevirt.io":         {"TargetKind", "TargetName", "Complete", "RestoreTime", "vmrestore"},
+	}
+	for name, w := range want {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := e.C.Get(context.Background(), types.NamespacedName{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+			got = append(got, c.Name)
+		}
+		got = append(got, crd.Spec.Names.ShortNames[0])
+		if !slices.Equal(got, w) || crd.Spec.Versions[0].Name != "v1beta1" || crd.Spec.Versions[0].Subresources == nil || crd.Spec.Versions[0].Subresources.Status == nil {
+			t.Errorf("CRD %s: columns and short name %v, version %s, want %v, v1beta1 with a status subresource", name, got, crd.Spec.Versions[0].Name, w)
+		}
+	}
 }
