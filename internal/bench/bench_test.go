@@ -137,7 +137,8 @@ func nextNS(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(
 
 // BenchmarkApply applies 500 objects (+ a namespace) per engine. "first"
 // creates them in a new namespace each iteration; "noop" re-applies an
-// unchanged set. requests/op counts every API request.
+// unchanged set. requests/op counts every API request. kubectl apply
+// --server-side, a process per apply, is the slow anchor (kubectlApply).
 func BenchmarkApply(b *testing.B) {
 	ctx := context.Background()
 	converge := func(b *testing.B, noop bool) {
@@ -215,4 +216,6 @@ func BenchmarkApply(b *testing.B) {
 	b.Run("converge/noop", func(b *testing.B) { converge(b, true) })
 	b.Run("ssa-ApplyAllStaged/first", func(b *testing.B) { ssaStaged(b, false) })
 	b.Run("ssa-ApplyAllStaged/noop", func(b *testing.B) { ssaStaged(b, true) })
+	b.Run("kubectl-server-side/first", func(b *testing.B) { kubectlApply(b, false) })
+	b.Run("kubectl-server-side/noop", func(b *testing.B) { kubectlApply(b, true) })
 }

@@ -180,8 +180,9 @@ type apiCounter struct {
 }
 
 // newAPICounter returns an apiCounter of e, whose client c (with the
-// types of c's scheme and unstructured) is the one to use for every
-// request of the harness during a measurement.
+// types of like's scheme, client-go's when like is nil, and unstructured)
+// is the one to use for every request of the harness during a
+// measurement.
 func newAPICounter(b *testing.B, e *controlplane.Env, like client.Client) *apiCounter {
 	own := &counter{}
 	cfg := rest.CopyConfig(e.Config)
@@ -190,7 +191,11 @@ func newAPICounter(b *testing.B, e *controlplane.Env, like client.Client) *apiCo
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: like.Scheme()})
+	opts := client.Options{HTTPClient: hc}
+	if like != nil {
+		opts.Scheme = like.Scheme()
+	}
+	c, err := client.New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
