@@ -7,7 +7,10 @@
 // os-images.kubevirt.io:edit ClusterRole, and one DataImportCron per
 // spec.commonTemplates.dataImportCronTemplates entry (in the template's
 // namespace, else kubevirt-os-images), as ssp-operator's data-sources
-// operand — applies them, prunes what leaves, and writes the CR's status
+// operand, and, where template.openshift.io/v1 Templates are served
+// (OpenShift), the common templates of the pinned bundle in
+// spec.commonTemplates.namespace, as its common-templates operand —
+// applies them, prunes what leaves, and writes the CR's status
 // in the controller-lifecycle-operator-sdk fields SSPStatus embeds
 // (Available, Progressing, Degraded; observedGeneration; phase,
 // operatorVersion, targetVersion, observedVersion). The DataImportCrons
@@ -30,10 +33,12 @@
 //	                                          role, run while the SSP exists; replicas and placement do
 //	                                          not apply (converge-controller serves it)
 //	tokenGenerationService.enabled            refused: converge runs no vm-console-proxy
-//	commonTemplates.namespace                 not used yet: converge ships no common templates bundle
-//	                                          (issue 20)
-//	enableMultipleArchitectures, cluster      not used: HCO already filters the templates by
+//	commonTemplates.namespace                 honoured where the Template API is served: the common
+//	                                          templates go there (Inputs, components/ssp #CommonTemplates)
+//	enableMultipleArchitectures, cluster      honoured for the common templates (their architectures);
+//	                                          HCO already filters the DataImportCronTemplates by
 //	                                          architecture (components/ssp #DataImportCronTemplates)
+//	tektonTasks, tektonPipelines, featureGates without effect: ignored by ssp-operator since v0.20.0
 //	tlsSecurityProfile                        not used: the validator is served with converge-controller's
 //	                                          webhook TLS settings
 //

@@ -3,10 +3,12 @@ package sspoperator
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,13 +44,16 @@ var GVK = schema.GroupVersionKind{Group: "ssp.kubevirt.io", Version: "v1beta3", 
 // whose Stop deletes the template validator's
 // ValidatingWebhookConfiguration through c (so that no failurePolicy Fail
 // hook is left calling a handler the restarted process no longer serves).
-func Operator(templateValidator bool, c client.Client) operand.Operator {
+// inputs are the roles' inputs (Inputs: the Template API and the common
+// templates found).
+func Operator(templateValidator bool, c client.Client, inputs *operand.Inputs) operand.Operator {
 	op := operand.Operator{
 		Name:      Name,
 		GVK:       GVK,
 		CRD:       CRD,
 		Singleton: true,
 		Status:    operand.SDKStatusFields(),
+		Inputs:    inputs,
 	}
 	if templateValidator {
 		op.Roles = append(op.Roles, operand.Role{Name: RoleTemplateValidator, Stop: operand.DeleteOnStop(c,
@@ -68,7 +73,9 @@ type Options struct {
 	Webhooks *webhook.Registrar
 }
 
-// Setup adds the SSP operator to mgr (operand.Setup with Operator) and,
+// Setup adds the SSP operator to mgr (operand.Setup with Operator, its
+// inputs read through a discovery client of mgr's config and mgr's API
+// reader) and,
 // when o.TemplateValidator, registers the template validator held back
 // until a native SSP exists (templatevalidator.Options.Ready on the
 // RoleTemplateValidator gate); the manager ends with operand.ErrRoleGone
@@ -77,7 +84,11 @@ func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
 	if o.TemplateValidator && o.Webhooks == nil {
 		return errors.New("sspoperator: the template validator needs Options.Webhooks")
 	}
-	gates, err := operand.Setup(mgr, engine, Operator(o.TemplateValidator, mgr.GetClient()), o.Operand)
+	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("sspoperator: %w", err)
+	}
+	gates, err := operand.Setup(mgr, engine, Operator(o.TemplateValidator, mgr.GetClient(), Inputs(d, mgr.GetAPIReader())), o.Operand)
 	if err != nil || !o.TemplateValidator {
 		return err
 	}
