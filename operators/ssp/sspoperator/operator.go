@@ -94,6 +94,7 @@ func Setup(mgr ctrl.Manager, engine *graph.Engine, o Options) error {
 	}
 	return o.Webhooks.Register(templatevalidator.Webhook(templatevalidator.Options{
 		Templates: mgr.GetAPIReader(),
+		VMs:       mgr.GetAPIReader(),
 		Ready:     func(ctx context.Context) error { return gates.Wait(ctx, RoleTemplateValidator) },
 	}))
 }

@@ -96,7 +96,9 @@ func (w *warnings) take() []string {
 // (a Registrar on a manager, Templates read with mgr.GetAPIReader()) with
 // a real kube-apiserver and checks what it then admits, refuses and warns
 // about: before the Template API exists (templated VMs admitted, a VM's
-// own rules applied) and after (the Template's rules).
+// own rules applied) and after (the Template's rules), and the deletion
+// of a common template a VM validates against (refused with SSP's
+// message until the VM goes).
 func TestThroughAPIServer(t *testing.T) {
 	controlplane.RequireForTest(t)
 	env, c, scheme := controlplane.StartEnvForTest(t)
@@ -125,7 +127,7 @@ func TestThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the lines of cmd/converge-controller/main.go
-	if err := reg.Register(tv.Webhook(tv.Options{Templates: mgr.GetAPIReader()})); err != nil {
+	if err := reg.Register(tv.Webhook(tv.Options{Templates: mgr.GetAPIReader(), VMs: mgr.GetAPIReader()})); err != nil {
 		t.Fatal(err)
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -231,4 +233,34 @@ func TestThroughAPIServer(t *testing.T) {
 			}
 		})
 	}
+
+	// Deleting a common template (labelled base, with rules) a VM
+	// validates against is refused, as SSP's template-admission hook.
+	common := template("common-old", memRule(""))
+	common.SetLabels(map[string]string{"template.kubevirt.io/type": "base"})
+	if err := c.Create(ctx, common); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, vmFrom(t, "uses-old", "common-old", nil, mem4Gi)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, vmFrom(t, "own-old", "common-old", map[string]string{tv.VMValidationsAnnotation: coresRule}, mem4Gi)); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Delete(ctx, common)
+	wantDel := fmt.Sprintf("admission webhook %q denied the request: Template cannot be deleted, because the following VMs are referencing it for validation: vms/uses-old", tv.TemplateWebhookName)
+	var status apierrors.APIStatus
+	if err == nil || err.Error() != wantDel || !errors.As(err, &status) || status.Status().Code != http.StatusForbidden {
+		t.Errorf("deleting a common template in use: %v\nwant %s (403)", err, wantDel)
+	}
+	// A template that is not a common one is deleted whatever uses it.
+	if err := c.Delete(ctx, template("rhel9", "")); err != nil {
+		t.Errorf("deleting Template rhel9 (not labelled base) used by VM big: %v", err)
+	}
+	if err := c.Delete(ctx, vmFrom(t, "uses-old", "", nil, mem4Gi)); err != nil {
+		t.Fatal(err)
+	}
+	controlplane.Eventually(t, 30*time.Second, func() bool { // the VM gone (no finalizers): the template may go
+		return c.Delete(ctx, template("common-old", "")) == nil
+	})
 }

@@ -22,15 +22,20 @@ func TestWebhookShape(t *testing.T) {
 	}
 	for _, ec := range webhooktest.EndpointCases() {
 		t.Run(ec.Name, func(t *testing.T) {
+			// SSP's template-admission hook: DELETE of base templates only.
+			tmpl := ec.ValidatingWebhook("template-admission.ssp.kubevirt.io",
+				"/ssp-template-validate-templates", "template.openshift.io", "v1", "templates", admissionregistrationv1.Equivalent)
+			tmpl.Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+			tmpl.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"template.kubevirt.io/type": "base"}}
 			webhooktest.CheckShape(t, w, ec.Endpoint, ec.CABundle, &admissionregistrationv1.ValidatingWebhookConfiguration{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 				ObjectMeta: metav1.ObjectMeta{Name: "converge-template-validator"},
 				Webhooks: []admissionregistrationv1.ValidatingWebhook{ec.ValidatingWebhook("virtualmachine-admission.ssp.kubevirt.io",
-					"/ssp-template-validate-virtualmachines", "kubevirt.io", "v1", "virtualmachines", admissionregistrationv1.Equivalent)},
+					"/ssp-template-validate-virtualmachines", "kubevirt.io", "v1", "virtualmachines", admissionregistrationv1.Equivalent), tmpl},
 			})
 		})
 	}
-	if paths, want := webhooktest.Paths(w), []string{"/ssp-template-validate-virtualmachines"}; !slices.Equal(paths, want) {
+	if paths, want := webhooktest.Paths(w), []string{"/ssp-template-validate-virtualmachines", "/ssp-template-validate-templates"}; !slices.Equal(paths, want) {
 		t.Errorf("served paths %v, want %v", paths, want)
 	}
 	if got, want := w.Targets(), []webhook.Target{{Kind: webhook.ValidatingWebhook, Name: "converge-template-validator"}}; !slices.Equal(got, want) {

@@ -8,7 +8,10 @@
 // `<rule message>: <what failed>` per rule joined by ", " (for example
 // "This VM requires more memory.: value 1073741824 is lower than minimum
 // [2147483648]"); a rule marked justWarning that is not met is answered
-// with a warning instead.
+// with a warning instead. Deleting a common template (labelled
+// template.kubevirt.io/type, with a `validations` annotation) that a VM
+// still validates against is refused with SSP's message
+// (TemplateDeletion).
 //
 // It follows kubevirt/ssp-operator internal/template-validator
 // (validation/{rules,eval,specialized}.go, validation/path/*.go,
