@@ -45,12 +45,18 @@ type Options struct {
 	// issuer publishes its public keys (uploadtoken.Options.PublicKeys):
 	// the importer's --upload-keys-namespace.
 	UploadKeysNamespace string
+	// APIServerStop, when set, is the cdi-apiserver role's Stop: it
+	// deletes the DataVolume admission webhook's configuration
+	// (operand.DeleteOnStop), so that no failurePolicy Fail hook calls a
+	// process that no longer registers it.
+	APIServerStop func(ctx context.Context) error
 }
 
 // Operator gives the CDI operator: CDI CRs (cluster-scoped, roles in
 // operand.Options.Namespace) → components/cdi #Roles, status in the
 // controller-lifecycle-operator-sdk's fields, as cdi-operator writes them,
-// the converge-controller roles RoleController and RoleAPIServer, and as
+// the converge-controller roles RoleController and RoleAPIServer (whose
+// Stop is o.APIServerStop), and as
 // inputs the storage pools of the native HostPathProvisioner (re-derived
 // when a HostPathProvisioner changes) and o.UploadKeysNamespace.
 func Operator(o Options) operand.Operator {
@@ -60,7 +66,7 @@ func Operator(o Options) operand.Operator {
 		CRD:           CRD,
 		ClusterScoped: true,
 		Status:        operand.SDKStatusFields(),
-		Roles:         []operand.Role{{Name: RoleController}, {Name: RoleAPIServer}},
+		Roles:         []operand.Role{{Name: RoleController}, {Name: RoleAPIServer, Stop: o.APIServerStop}},
 		Inputs: &operand.Inputs{
 			CRDs:  []string{HostPathProvisionerCRD},
 			Watch: []schema.GroupVersionKind{HostPathProvisioner},
