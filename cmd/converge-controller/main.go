@@ -164,6 +164,7 @@ func run() error {
 		macPool           bool
 		mp                = macpool.DefaultSetupOptions()
 		dataVolumes       bool
+		snapshots         bool
 		vmValidation      bool
 		templateValidator bool
 		cliDownload       clidownload.SetupOptions
@@ -177,6 +178,7 @@ func run() error {
 	flag.StringVar(&nodeImage, "node-image", "ghcr.io/converge-dev/converge-node:"+cli.Version, "converge-node image the native operators' roles run (the VM agent, bridge-marker, …), as upstream operators get their operand images from their environment")
 	flag.StringVar(&operandNS, "operand-namespace", "converge-system", "namespace of the roles of cluster-scoped operand CRs (NetworkAddonsConfig) and of their inventory ConfigMaps: converge-controller's own, as upstream operators deploy into theirs")
 	flag.BoolVar(&dataVolumes, "cdi-controller", true, "run the cdi-controller and cdi-apiserver roles: DataVolume → PVC, phases and the import node choice; DataImportCrons polling registries into DataVolumes and DataSources, and the DataSources' Ready condition; the aggregated API upload.cdi.kubevirt.io signing upload tokens and the upload proxy (start once the DataVolume CRD is installed and a native CDI exists; converge-node cdi-importer imports and takes uploads)")
+	flag.BoolVar(&snapshots, "snapshot-controller", true, "run the snapshot controller (the HostPathProvisioner operator's role: external-snapshotter's snapshot-controller, VolumeSnapshot → VolumeSnapshotContent, distributed to each node's csi-snapshotter; starts once the snapshot.storage.k8s.io CRDs are established and a native HostPathProvisioner exists); turn it off when the cluster runs its own")
 	flag.BoolVar(&macPool, "mac-pool", true, "run the MAC pool (kubemacpool role): a mutating webhook gives VirtualMachine NICs unique MACs from the NetworkAddonsConfig kubeMacPool range (needs the webhook server; starts once a native NetworkAddonsConfig with kubeMacPool exists)")
 	flag.StringVar(&mp.Pool.ConfigMap.Name, "mac-pool-configmap", mp.Pool.ConfigMap.Name, "ConfigMap, in the webhook Secret's namespace, recording the MAC range and the allocations in flight")
 	flag.DurationVar(&mp.RangeCheck, "mac-pool-range-check", mp.RangeCheck, "how often the NetworkAddonsConfig range is compared with the pool's; a change restarts the controller")
@@ -299,7 +301,7 @@ func run() error {
 	// come first: the CDI roles below wait on the CDI operator's gates.
 	oo := operand.DefaultOptions()
 	oo.Images, oo.Namespace, oo.Version = map[string]string{"node": nodeImage}, operandNS, cli.Version
-	cdiGates, err := setupStorageOperators(mgr, engine, oo, wh.namespace())
+	cdiGates, err := setupStorageOperators(mgr, engine, oo, wh.namespace(), snapshots)
 	if err != nil {
 		return err
 	}

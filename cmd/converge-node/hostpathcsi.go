@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"sync"
 
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/converge-dev/converge/nodeplane/csi/provisioner"
 	"github.com/converge-dev/converge/nodeplane/csi/registration"
 	"github.com/converge-dev/converge/nodeplane/csi/resizer"
+	"github.com/converge-dev/converge/nodeplane/csi/snapshotter"
 )
 
 func init() { subcommands = append(subcommands, newHostpathCSICommand) }
@@ -22,8 +26,8 @@ func init() { subcommands = append(subcommands, newHostpathCSICommand) }
 // newHostpathCSICommand is `converge-node hostpath-csi`: the hostpath CSI
 // driver (package nodeplane/csi/hostpath) on a unix socket until SIGTERM,
 // and with --provision or --kubeconfig the node's PVC provisioner (package
-// nodeplane/csi/provisioner) and PVC resizer (nodeplane/csi/resizer) in the
-// same process.
+// nodeplane/csi/provisioner), PVC resizer (nodeplane/csi/resizer) and
+// csi-snapshotter (nodeplane/csi/snapshotter) in the same process.
 func newHostpathCSICommand() *cobra.Command {
 	opts := hostpath.DefaultOptions()
 	var pools, mountedPools []string
@@ -45,7 +49,12 @@ role of csi-provisioner --node-deployment next to upstream HPP's plugin),
 and deletes the Released PVs of this node with reclaim policy Delete. PVCs
 whose dataSource is a PVC are CSI clones of it (on the source's node only).
 It also expands this node's volumes when a Bound PVC asks for more storage
-(the role of csi-resizer), node step included, in the same process.
+(the role of csi-resizer), node step included, in the same process, and
+takes this node's volume snapshots: upstream csi-snapshotter's controller
+(--node-deployment) on the VolumeSnapshotContents labelled
+snapshot.storage.kubernetes.io/managed-by with this node, calling the
+driver through its socket; PVCs whose dataSource is a VolumeSnapshot are
+restored from it.
 Without --kubeconfig it uses $KUBECONFIG, else the in-cluster config.
 
 With --kubelet-registration it also registers the driver with the kubelet,
@@ -108,7 +117,7 @@ container restarts and registers again). Both sockets are removed at exit.`,
 			} else if regSocket != "" || regPath != "" {
 				return fmt.Errorf("hostpath-csi: --registration-socket and --kubelet-registration-path need --kubelet-registration")
 			}
-			var cs kubernetes.Interface
+			var cs *apiClients
 			if provision || kubeconfig != "" {
 				if kubeconfig == "" {
 					kubeconfig = os.Getenv("KUBECONFIG")
@@ -117,7 +126,11 @@ container restarts and registers again). Both sockets are removed at exit.`,
 				if err != nil {
 					return fmt.Errorf("hostpath-csi: kubeconfig %q: %w", kubeconfig, err)
 				}
-				if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+				cs = &apiClients{node: opts.NodeID}
+				if cs.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+					return fmt.Errorf("hostpath-csi: kubeconfig %q: %w", kubeconfig, err)
+				}
+				if cs.snapshots, err = snapclientset.NewForConfig(cfg); err != nil {
 					return fmt.Errorf("hostpath-csi: kubeconfig %q: %w", kubeconfig, err)
 				}
 			}
@@ -145,11 +158,20 @@ container restarts and registers again). Both sockets are removed at exit.`,
 	return cmd
 }
 
+// apiClients are the API clients of the driver's controllers and the node
+// they run for.
+type apiClients struct {
+	kube      kubernetes.Interface
+	snapshots snapclientset.Interface
+	node      string
+}
+
 // serveHostpath serves d until ctx is done and, when cs is not nil, runs
-// its provisioner and its resizer beside it, and when reg is not nil, once the CSI socket
+// its provisioner, its resizer and its csi-snapshotter (connected to the
+// driver's socket) beside it, and when reg is not nil, once the CSI socket
 // listens, the kubelet registration; any of them stopping stops all, and
 // a refused registration is the error.
-func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interface, reg *registration.Options) error {
+func serveHostpath(ctx context.Context, d *hostpath.Driver, cs *apiClients, reg *registration.Options) error {
 	lis, err := d.Listen()
 	if err != nil {
 		return err
@@ -158,9 +180,10 @@ func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interf
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	snapErr := make(chan error, 1)
 	if cs != nil {
 		po := provisioner.DefaultOptions()
-		po.Client, po.Identity, po.Controller, po.Node = cs, d.Identity(), d.Controller(), d.Node()
+		po.Client, po.Snapshots, po.Identity, po.Controller, po.Node = cs.kube, cs.snapshots, d.Identity(), d.Controller(), d.Node()
 		p, err := provisioner.New(ctx, po)
 		if err != nil {
 			lis.Close()
@@ -168,7 +191,7 @@ func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interf
 		}
 		wg.Go(func() { defer cancel(); p.Run(ctx) })
 		ro := resizer.DefaultOptions()
-		ro.Client, ro.Identity, ro.Controller, ro.Node = cs, d.Identity(), d.Controller(), d.Node()
+		ro.Client, ro.Identity, ro.Controller, ro.Node = cs.kube, d.Identity(), d.Controller(), d.Node()
 		r, err := resizer.New(ctx, ro)
 		if err != nil {
 			cancel()
@@ -177,6 +200,29 @@ func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interf
 			return err
 		}
 		wg.Go(func() { defer cancel(); r.Run(ctx) })
+		// The sidecar talks to the driver through its socket, as
+		// csi-snapshotter does; the driver starts serving it below.
+		conn, err := grpc.NewClient("unix://"+lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			lis.Close()
+			return fmt.Errorf("hostpath-csi: snapshotter: %w", err)
+		}
+		defer conn.Close()
+		wg.Go(func() {
+			defer cancel()
+			so := snapshotter.DefaultOptions()
+			so.Client, so.Snapshots, so.Conn, so.NodeName = cs.kube, cs.snapshots, conn, cs.node
+			s, err := snapshotter.New(ctx, so)
+			if err != nil {
+				if ctx.Err() == nil {
+					snapErr <- err
+				}
+				return
+			}
+			s.Run(ctx)
+		})
 	}
 	regErr := make(chan error, 1)
 	if reg != nil {
@@ -193,6 +239,11 @@ func serveHostpath(ctx context.Context, d *hostpath.Driver, cs kubernetes.Interf
 		if rerr != nil {
 			return fmt.Errorf("hostpath-csi: %w", rerr)
 		}
+	default:
+	}
+	select {
+	case serr := <-snapErr:
+		return fmt.Errorf("hostpath-csi: %w", serr)
 	default:
 	}
 	return err

@@ -42,7 +42,9 @@ type generatedCRD struct {
 
 // CRDs returns the CustomResourceDefinitions listed in the graph's CRDs,
 // generated from their CUE definitions at build time (crds.gen.json) and
-// finished for the engine's conversion webhook; the result is cached.
+// finished for the engine's conversion webhook, followed by the CRDs
+// applied as upstream ships them (upstreamCRDs: the snapshot.storage.k8s.io
+// ones); the result is cached.
 func (e *Engine) CRDs() ([]*CRD, error) {
 	e.crdsOnce.Do(func() {
 		defer e.Lock()()
@@ -51,7 +53,15 @@ func (e *Engine) CRDs() ([]*CRD, error) {
 			e.crdsErr = fmt.Errorf("graph/crds.gen.json: %w (make gen-crds rewrites it)", err)
 			return
 		}
-		e.crds, e.crdsErr = e.finishCRDs(gen)
+		if e.crds, e.crdsErr = e.finishCRDs(gen); e.crdsErr != nil {
+			return
+		}
+		up, err := upstreamCRDs()
+		if err != nil {
+			e.crdsErr = err
+			return
+		}
+		e.crds = append(e.crds, up...)
 	})
 	return e.crds, e.crdsErr
 }

@@ -87,8 +87,11 @@ var nodeRoleCalls = map[string][][]call{
 		calls("apiextensions.k8s.io", "customresourcedefinitions", "importcontroller watch.go WaitForCRD (internal/crdwait)", "get"),
 	},
 	// converge-node hostpath-csi --provision (nodeplane/csi/provisioner on
-	// sig-storage-lib-external-provisioner v13, leader election off) and
-	// its resizer (nodeplane/csi/resizer: the same informers, PV patch).
+	// sig-storage-lib-external-provisioner v13, leader election off), its
+	// resizer (nodeplane/csi/resizer: the same informers, PV patch) and its
+	// csi-snapshotter (nodeplane/csi/snapshotter: external-snapshotter
+	// v8.4.0 pkg/sidecar-controller, group snapshots off; secrets only for
+	// a class with secret parameters, which the driver takes none of).
 	"hostpath-provisioner-admin-csi": {
 		calls("", "persistentvolumes", "the library's informer (controller.go NewProvisionController)", "list", "watch"),
 		calls("", "persistentvolumes", "volume_store.go: the provisioned PV", "create"),
@@ -98,7 +101,14 @@ var nodeRoleCalls = map[string][][]call{
 		calls("", "persistentvolumeclaims", "controller.go rescheduleProvisioning: removes the selected node", "update"),
 		calls("", "persistentvolumeclaims/status", "nodeplane/csi/resizer sync.go updateStatus: the resize's conditions and capacity", "update"),
 		calls("storage.k8s.io", "storageclasses", "the library's informer", "list", "watch"),
-		calls("", "events", "controller.go: record's EventSinkImpl", "create", "patch"),
+		calls("", "events", "controller.go: record's EventSinkImpl; the sidecar's snapshot_controller_base.go broadcaster", "create", "patch"),
+		calls("snapshot.storage.k8s.io", "volumesnapshots", "nodeplane/csi/provisioner restore.go snapshotSource", "get"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotcontents", "restore.go snapshotSource; sidecar snapshot_controller.go clearVolumeContentStatus, updateSnapshotContentStatus", "get"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotcontents", "the sidecar's informer (managed-by label of its node)", "list", "watch"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotcontents", "sidecar snapshot_controller.go: setAnnVolumeSnapshotBeingCreated, removeAnnVolumeSnapshotBeingCreated, removeContentFinalizer (utils.PatchVolumeSnapshotContent)", "patch"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotcontents/status", "sidecar snapshot_controller.go updateContentErrorStatusWithEvent, updateSnapshotContentStatus (patch of status)", "patch"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotcontents/status", "sidecar snapshot_controller.go clearVolumeContentStatus (UpdateStatus)", "update"),
+		calls("snapshot.storage.k8s.io", "volumesnapshotclasses", "the sidecar's informer", "list", "watch"),
 	},
 }
 

@@ -50,7 +50,8 @@ type env struct {
 	scheme *runtime.Scheme
 }
 
-// start starts the control plane, installs the VMI CRD, creates the
+// start starts the control plane, installs the VMI and
+// VolumeSnapshotContent CRDs, creates the
 // namespaces and nodeA and nodeB (with a kubelet's label, kubeletVersion
 // and Ready condition) and applies the roles' ServiceAccounts,
 // ClusterRoles, ClusterRoleBindings and node restriction policies.
@@ -59,7 +60,7 @@ func start(t *testing.T) *env {
 	controlplane.RequireForTest(t)
 	ctrllog.SetLogger(logr.Discard()) // the agent's caches log through it
 	cp, admin, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme)
-	crdtest.Install(t, admin, "virtualmachineinstances")
+	crdtest.Install(t, admin, "virtualmachineinstances", "volumesnapshotcontents")
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)

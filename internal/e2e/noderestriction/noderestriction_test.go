@@ -46,7 +46,8 @@ type step struct {
 // TestNodeRestriction acts as each node agent with a token bound to its
 // Pod on nodeA (the VM agent also on nodeB, and once with a token bound to
 // nothing) and checks that the agent's own calls on its node pass and that
-// every write to another node, another node's VMIs, PVs or PVCs, or to
+// every write to another node, another node's VMIs, PVs, PVCs or
+// VolumeSnapshotContents, or to
 // what the agent does not own on its own Node is refused with the
 // policy's message.
 func TestNodeRestriction(t *testing.T) {
@@ -192,6 +193,8 @@ func TestNodeRestriction(t *testing.T) {
 		{"hostpath reschedules a claim selected for another node", reschedule(hpA, pvcB, nil), otherPVC},
 		{"hostpath labels a claim", reschedule(hpA, pvc(t, e, "claim-c", nodeA), map[string]string{"evil": "x"}), otherPVC},
 	}
+	// Its csi-snapshotter: the VolumeSnapshotContents of its node.
+	steps = append(steps, contentSteps(t, e, hpA)...)
 	for _, s := range steps {
 		err := s.do(ctx)
 		switch {
@@ -237,4 +240,5 @@ func TestNodeRestriction(t *testing.T) {
 	if got := claim.Status.Capacity[corev1.ResourceStorage]; got.String() != "2Gi" {
 		t.Errorf("claim-d status capacity %s, want the resizer's 2Gi", got.String())
 	}
+	checkContents(t, e)
 }

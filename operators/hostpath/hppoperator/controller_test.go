@@ -2,6 +2,7 @@ package hppoperator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
@@ -54,11 +56,13 @@ func condition(u *unstructured.Unstructured, typ string) string {
 // workload selects, re-applied without error once the PVC is bound and
 // extended to a node joining the placement; a pool removed has its
 // StorageClass, PVCs and workers pruned; deleting the CR removes everything, the
-// cluster-scoped CSIDriver and StorageClasses included.
+// cluster-scoped CSIDriver, StorageClasses and VolumeSnapshotClass included.
+// The native CR opens the snapshot-controller role's gate; its deletion
+// ends the manager with operand.ErrRoleGone.
 func TestOperator(t *testing.T) {
 	e, c := controlplane.StartWithControllerManagerForTest(t, "daemonset-controller", "garbage-collector-controller")
 	scheme := c.Scheme()
-	crdtest.Install(t, c, "hostpathprovisioners")
+	crdtest.Install(t, c, "hostpathprovisioners", "volumesnapshotclasses")
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, node} {
@@ -74,7 +78,14 @@ func TestOperator(t *testing.T) {
 	o := operand.DefaultOptions()
 	o.Images, o.Namespace, o.Version = map[string]string{"node": "registry.local/converge-node:test"}, ns, "v-test"
 	o.Poll, o.WaitTimeout, o.SkipNameValidation = 200*time.Millisecond, 30*time.Second, true
-	controlplane.RunManagerForTest(t, e, scheme, func(mgr ctrl.Manager) error { return hppoperator.Setup(mgr, engine, o) })
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	must(t, err)
+	gates, err := hppoperator.Setup(mgr, engine, o)
+	must(t, err)
+	mctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
 
 	hpp := &unstructured.Unstructured{Object: map[string]any{
 		"metadata": map[string]any{"name": "hostpath-provisioner", "annotations": map[string]any{operand.NativeAnnotation: operand.Native}},
@@ -83,6 +94,12 @@ func TestOperator(t *testing.T) {
 	}}
 	hpp.SetGroupVersionKind(hppoperator.GVK)
 	must(t, c.Create(ctx, hpp))
+	// The native CR opens the snapshot controller's gate.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := gates.Wait(wctx, hppoperator.RoleSnapshotController); err != nil {
+		t.Fatalf("the snapshot-controller role's gate did not open with a native HostPathProvisioner: %v", err)
+	}
 	wait := func(what string, ok func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
@@ -122,6 +139,7 @@ func TestOperator(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-provisioner-admin-csi"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "hostpath-provisioner-admin-csi"}},
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hostpath-provisioner-csi"}},
+		snapshotClass(),
 	}
 	for _, o := range roles {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
@@ -255,6 +273,25 @@ func TestOperator(t *testing.T) {
 	if err := c.Get(ctx, pvcKey, &corev1.PersistentVolumeClaim{}); err != nil {
 		t.Errorf("pool PVC %s after the HostPathProvisioner was deleted: %v, want it kept", pvcKey, err)
 	}
+	// The last native HostPathProvisioner gone, the snapshot-controller
+	// role ends the manager (converge-controller restarts without it).
+	select {
+	case err := <-done:
+		if !errors.Is(err, operand.ErrRoleGone) {
+			t.Errorf("manager ended with %v, want ErrRoleGone", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the manager still runs after the last native HostPathProvisioner went")
+	}
+}
+
+// snapshotClass names the driver's VolumeSnapshotClass hostpath-csi.
+func snapshotClass() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("snapshot.storage.k8s.io/v1")
+	u.SetKind("VolumeSnapshotClass")
+	u.SetName("hostpath-csi")
+	return u
 }
 
 // gone reports whether o is not found or being deleted (a PVC waits for

@@ -17,7 +17,8 @@
 // (Available, Progressing, Degraded from the DaemonSet's and the workers'
 // real readiness;
 // observedGeneration; phase, operatorVersion, targetVersion,
-// observedVersion). It has no converge-controller role.
+// observedVersion). Its converge-controller role is the snapshot
+// controller (RoleSnapshotController, operators/hostpath/snapshotcontroller).
 //
 // The HostPathProvisioner's fields (hostpath-provisioner-operator
 // api/v1beta1 HostPathProvisionerSpec, as converge's CRD serves it):

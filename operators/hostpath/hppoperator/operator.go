@@ -13,6 +13,11 @@ import (
 // hostpath-provisioner-operator.converge.dev/….
 const Name = "hostpath-provisioner-operator"
 
+// RoleSnapshotController is the operator's converge-controller role: the
+// snapshot controller (operators/hostpath/snapshotcontroller), wanted by
+// every native HostPathProvisioner.
+const RoleSnapshotController = "snapshot-controller"
+
 // CRD is the HostPathProvisioner CRD's name.
 const CRD = "hostpathprovisioners.hostpathprovisioner.kubevirt.io"
 
@@ -24,9 +29,10 @@ var GVK = schema.GroupVersionKind{Group: "hostpathprovisioner.kubevirt.io", Vers
 // #Roles, status in the fields hostpath-provisioner-operator writes
 // (conditions, observedGeneration, phase, operatorVersion, targetVersion,
 // observedVersion), and as input the names of the nodes its pool workers
-// run on (PoolNodes; re-derived when a Node changes). It has no
-// converge-controller role: the provisioner runs in the node DaemonSet,
-// the pool mounters in the pool workers.
+// run on (PoolNodes; re-derived when a Node changes). Its one
+// converge-controller role is RoleSnapshotController; the provisioner,
+// resizer and csi-snapshotter run in the node DaemonSet, the pool
+// mounters in the pool workers.
 func Operator() operand.Operator {
 	return operand.Operator{
 		Name:          Name,
@@ -35,11 +41,12 @@ func Operator() operand.Operator {
 		ClusterScoped: true,
 		Status:        operand.SDKStatusFields(),
 		Inputs:        &operand.Inputs{Watch: []schema.GroupVersionKind{NodeGVK}, Read: readInputs},
+		Roles:         []operand.Role{{Name: RoleSnapshotController}},
 	}
 }
 
-// Setup adds the HostPathProvisioner operator to mgr (operand.Setup).
-func Setup(mgr manager.Manager, engine *graph.Engine, oo operand.Options) error {
-	_, err := operand.Setup(mgr, engine, Operator(), oo)
-	return err
+// Setup adds the HostPathProvisioner operator to mgr (operand.Setup) and
+// gives its role gates (RoleSnapshotController).
+func Setup(mgr manager.Manager, engine *graph.Engine, oo operand.Options) (*operand.Gates, error) {
+	return operand.Setup(mgr, engine, Operator(), oo)
 }
