@@ -167,6 +167,7 @@ func TestSync(t *testing.T) {
 			"_hyperconvergeds.hco.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition":                      "crds",
 			"_kubevirts.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition":                                "crds",
 			"_hostpathprovisioners.hostpathprovisioner.kubevirt.io_apiextensions.k8s.io_CustomResourceDefinition": "crds",
+			"_volumesnapshots.snapshot.storage.k8s.io_apiextensions.k8s.io_CustomResourceDefinition":              "crds",
 			hcNamespace + "_" + hcName + "_hco.kubevirt.io_HyperConverged":                                        "hco",
 			hcNamespace + "_kubevirt-" + hcName + "_kubevirt.io_KubeVirt":                                         "virt",
 			"_cdi-" + hcName + "_cdi.kubevirt.io_CDI":                                                             "cdi",
@@ -216,7 +217,8 @@ func TestSync(t *testing.T) {
 		if r.Err != nil {
 			t.Fatal(r)
 		}
-		for _, want := range append([]string{"Sync/" + controllerNS + "/" + syncName, "HyperConverged/" + hcNamespace + "/" + hcName}, names...) {
+		for _, want := range append([]string{"Sync/" + controllerNS + "/" + syncName, "HyperConverged/" + hcNamespace + "/" + hcName,
+			"CustomResourceDefinition/volumesnapshotcontents.snapshot.storage.k8s.io [Current]"}, names...) {
 			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("converge tree lacks %q:\n%s", want, r.Stdout)
 			}

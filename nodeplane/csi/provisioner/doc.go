@@ -52,10 +52,10 @@
 // bound back to it, of this driver, with a snapshot handle, readyToUse,
 // and a restoreSize not above the claim's request. What may become ready
 // is retried (FailedPrecondition); a content of another driver or a
-// too-small request is final (InvalidArgument). converge-node does not set
-// Options.Snapshots yet (no snapshot controller or snapshot RBAC is
-// deployed), so in a running cluster such claims are still refused; the
-// restore path is exercised by TestRestore only. A snapshot on another
+// too-small request is final (InvalidArgument). converge-node hostpath-csi
+// sets Options.Snapshots, beside the node's csi-snapshotter
+// (nodeplane/csi/snapshotter); internal/e2e/cluster TestHostpathSnapshot
+// restores a snapshot taken by the deployed controllers. A snapshot on another
 // node than the claim's is not refused up front as a clone is: its
 // CreateVolume fails (snapshot not in the node's pools) and is retried.
 package provisioner

@@ -6,7 +6,9 @@
 // start instead ($FILE is then optional) and, until it is stopped, prints
 // the line "volumewriter: size <device> <bytes>" at start and whenever the
 // device's size changes (read every 250 ms by seeking to its end), so a
-// test sees a volume expansion reach the pod in its log. Built statically
+// test sees a volume expansion reach the pod in its log. With $EXPECT_FILE
+// it first reads that file and exits 1 unless it holds $EXPECT, so a pod
+// turns Ready only once it read what a restored volume must hold. Built statically
 // and packed as a one-layer image with internal/testing/cluster.BuildGoImage.
 package main
 
@@ -20,6 +22,16 @@ import (
 
 func main() {
 	file, device, content := os.Getenv("FILE"), os.Getenv("DEVICE"), os.Getenv("CONTENT")
+	if path := os.Getenv("EXPECT_FILE"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			fail(err.Error())
+		}
+		if string(b) != os.Getenv("EXPECT") {
+			fail(fmt.Sprintf("%s holds %q, want %q", path, b, os.Getenv("EXPECT")))
+		}
+		fmt.Println("volumewriter: read", path)
+	}
 	if file == "" && device == "" {
 		fail("neither FILE nor DEVICE set")
 	}
