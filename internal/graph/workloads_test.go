@@ -238,10 +238,10 @@ spec:
   dataVolumeTemplates:
   - metadata: {name: d}
     spec:
-      source: {pvc: {name: golden, namespace: images}}
+      source: {pvc: {namespace: images}}
       storage: {resources: {requests: {storage: 1Gi}}}
   template: {spec: {domain: {devices: {disks: [{name: d}]}}, volumes: [{name: d, dataVolume: {name: d}}]}}
-`, []string{`8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: spec.source.pvc.namespace "images": converge clones within the DataVolume's namespace only`}},
+`, []string{`8:7: VirtualMachine default/x: spec.dataVolumeTemplates[0].spec.source: spec.source.pvc.name: empty; expected the name of the PVC to clone`}},
 		{"dataVolumeTemplates without size: the DataVolume controller's check", `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: {name: x}
