@@ -24,7 +24,7 @@ func (d *demo) install(ctx context.Context) error {
 		return err
 	}
 	d.record("converge install (to converge-controller ready)", took)
-	note("converge-controller (image ghcr.io/converge-dev/converge-controller:%s) is running in the cluster after %s;", demoVersion, round(took))
+	note("converge-controller (image ghcr.io/converge-dev/converge-controller:%s, built by this demo and imported into the node's containerd, not pulled from ghcr.io) is running in the cluster after %s;", demoVersion, round(took))
 	note("it fetches %s from the Git server, applies it, and runs the native operators of the operand CRs", d.url)
 	return nil
 }
