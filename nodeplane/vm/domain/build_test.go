@@ -155,18 +155,15 @@ func TestNamesAndMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	// as libvirt gives it back: a prefixed element
-	back := &libvirtxml.Domain{}
-	if err := back.Unmarshal(strings.Replace(strings.Replace(s, "<vmi xmlns=", "<cv:vmi xmlns:cv=", 1), "</vmi>", "</cv:vmi>", 1)); err != nil {
-		t.Fatal(err)
-	}
-	m, ok := domain.ParseMetadata(back)
+	back := strings.Replace(strings.Replace(s, "<vmi xmlns=", "<cv:vmi xmlns:cv=", 1), "</vmi>", "</cv:vmi>", 1)
+	m, ok := domain.MetadataOf(back)
 	if !ok || m.Namespace != "ns" || m.Name != "vm" || m.UID != "11111111-2222-3333-4444-555555555555" {
-		t.Errorf("ParseMetadata: %+v %v", m, ok)
+		t.Errorf("MetadataOf of the prefixed element: %+v %v", m, ok)
 	}
 	if m, ok := domain.MetadataOf(s); !ok || m.Namespace != "ns" || m.Name != "vm" || m.UID != "11111111-2222-3333-4444-555555555555" {
 		t.Errorf("MetadataOf of the built XML: %+v %v", m, ok)
 	}
-	if _, ok := domain.ParseMetadata(&libvirtxml.Domain{Name: "test"}); ok {
+	if _, ok := domain.MetadataOf(`<domain><name>test</name></domain>`); ok {
 		t.Error("a domain without metadata is converge's")
 	}
 }

@@ -35,28 +35,7 @@ type Metadata struct {
 	UID       string   `xml:"uid,attr"`
 }
 
-// ParseMetadata finds converge's metadata in a domain; ok is false when the
-// domain has none (it is not converge's).
-func ParseMetadata(d *libvirtxml.Domain) (m Metadata, ok bool) {
-	if d == nil || d.Metadata == nil {
-		return Metadata{}, false
-	}
-	dec := xml.NewDecoder(strings.NewReader(d.Metadata.XML))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return Metadata{}, false
-		}
-		if se, isStart := tok.(xml.StartElement); isStart && se.Name.Space == MetadataNamespace && se.Name.Local == "vmi" {
-			if err := dec.DecodeElement(&m, &se); err != nil {
-				return Metadata{}, false
-			}
-			return m, true
-		}
-	}
-}
-
-// MetadataOf is ParseMetadata on a domain's XML (as libvirt's
+// MetadataOf finds converge's metadata in a domain's XML (as libvirt's
 // virDomainGetXMLDesc gives it) without decoding the rest: it reads the
 // tokens of <domain>'s <metadata> child, which libvirt writes before the
 // memory, CPU and devices, and skips every other child. ok is false when

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
@@ -75,11 +74,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := wantState(t, c, name, hypervisor.Shutoff, hypervisor.ReasonNone)
-	x := &libvirtxml.Domain{}
-	if err := x.Unmarshal(d.XML); err != nil {
-		t.Fatal(err)
-	}
-	if m, ok := domain.ParseMetadata(x); !ok || m.Name != "vm1" || m.Namespace != "ns" {
+	if m, ok := domain.MetadataOf(d.XML); !ok || m.Name != "vm1" || m.Namespace != "ns" {
 		t.Fatalf("metadata after libvirt round trip: %+v %v\n%s", m, ok, d.XML)
 	}
 	if err := c.Start(name); err != nil {
