@@ -26,7 +26,16 @@
 #                            the hostname from the meta-data's local-hostname
 #                            (NoCloud) or hostname (ConfigDrive), YAML or JSON;
 #                            "CONVERGE-GUEST-CLOUDINIT none" when no such disk
-#                            shows within 3 s
+#                            shows within 3 s; a user-data line
+#                            "converge-write <vdX> <text>" is a directive (below)
+#
+# Data disks: at boot, after the cloud-init data, each virtio disk whose
+# first sector starts with the line "CONVERGE-DATA <text>" prints
+# "CONVERGE-GUEST-DATA <vdX> <text>"; then each user-data line
+# "converge-write <vdX> <text>" writes "CONVERGE-DATA <text>" and a newline
+# into the first sector of /dev/<vdX> (the rest of the sector zeroed,
+# fsync'd) and prints "CONVERGE-GUEST-WROTE <vdX> <text>", as a user's
+# guest changes its own disk (the next boot prints the new text).
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin /mnt
 /bin/busybox mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
@@ -55,11 +64,60 @@ if [ -f /lib/modules/order ]; then
 fi
 ip link set lo up
 
+# The block devices' directories and the file of the converge-write
+# directives (TestDataDisks runs userdata, datadisks and diskwrites on
+# files).
+sysblock=/sys/block
+devdir=/dev
+writes=/tmp/diskwrites
+
 # userdata prints each line of the file $1, the last one even without a
-# newline.
+# newline; it keeps the converge-write directives in $writes.
 userdata() {
 	while IFS= read -r line || [ -n "$line" ]; do
 		echo "CONVERGE-GUEST-USERDATA $line"
+		case "$line" in
+		"converge-write "*) echo "${line#converge-write }" >>"$writes" ;;
+		esac
+	done <"$1"
+}
+
+# datadisks prints "CONVERGE-GUEST-DATA <vdX> <text>" for each virtio disk
+# whose first sector starts with the line "CONVERGE-DATA <text>".
+datadisks() {
+	local b dev line
+	for b in "$sysblock"/vd*; do
+		dev="$devdir/${b##*/}"
+		[ -e "$dev" ] || continue
+		line=$(dd if="$dev" bs=512 count=1 2>/dev/null | tr -d '\000' | head -n 1)
+		case "$line" in
+		"CONVERGE-DATA "*) echo "CONVERGE-GUEST-DATA ${b##*/} ${line#CONVERGE-DATA }" ;;
+		esac
+	done
+}
+
+# diskwrites acts on each "<vdX> <text>" line of the file $1: it writes
+# "CONVERGE-DATA <text>" and a newline into the first sector of the disk,
+# zeroes the rest of the sector, fsyncs, and prints "CONVERGE-GUEST-WROTE
+# <vdX> <text>" (or a CONVERGE-GUEST-ERROR line).
+diskwrites() {
+	local dev text
+	[ -f "$1" ] || return
+	while read -r dev text; do
+		case "$dev" in
+		vd[a-z] | vd[a-z][a-z]) ;;
+		*)
+			echo "CONVERGE-GUEST-ERROR converge-write: $dev is not a virtio disk (vdX)"
+			continue
+			;;
+		esac
+		if [ ! -e "$devdir/$dev" ]; then
+			echo "CONVERGE-GUEST-ERROR converge-write: no disk $dev"
+		elif printf 'CONVERGE-DATA %s\n' "$text" | dd of="$devdir/$dev" bs=512 count=1 conv=notrunc,sync,fsync 2>/dev/null; then
+			echo "CONVERGE-GUEST-WROTE $dev $text"
+		else
+			echo "CONVERGE-GUEST-ERROR converge-write: cannot write $dev"
+		fi
 	done <"$1"
 }
 
@@ -134,6 +192,8 @@ pinger() {
 }
 
 [ -n "$cloudinit" ] && cloudinit
+datadisks
+diskwrites "$writes"
 if [ -n "$addr" ]; then
 	n=0
 	while [ ! -e /sys/class/net/eth0 ] && [ "$n" -lt 100 ]; do

@@ -20,7 +20,11 @@
 // then prints "CONVERGE-GUEST-PING-OK <PEER>" once. With
 // converge.cloudinit=1 it reads the NoCloud (ISO 9660 labelled cidata) or
 // ConfigDrive (config-2) disk and prints each line of the user data as
-// "CONVERGE-GUEST-USERDATA <line>" (init.sh has the details).
+// "CONVERGE-GUEST-USERDATA <line>" (init.sh has the details). Each
+// virtio disk whose first sector starts with "CONVERGE-DATA <text>"
+// prints "CONVERGE-GUEST-DATA <vdX> <text>" at boot; then a user-data line
+// "converge-write <vdX> <text>" makes the guest write that line into the
+// disk's first sector and print "CONVERGE-GUEST-WROTE <vdX> <text>".
 //
 // The disk, disk.img, is a raw image SeaBIOS boots by itself: a FAT16 file
 // system with no partition table holding the kernel, the initramfs and a

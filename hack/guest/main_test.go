@@ -135,7 +135,8 @@ func TestInitramfs(t *testing.T) {
 	}
 	for _, marker := range []string{"converge.ip=", "converge.ping=", "CONVERGE-GUEST-NET", "CONVERGE-GUEST-PING-OK", "CONVERGE-GUEST-OK", "/lib/modules/order",
 		"converge.dhcp=1", "udhcpc -i", "/etc/udhcpc.sh", "converge.cloudinit=1", "cidata) kind=nocloud", "config-2) kind=configdrive",
-		"/mnt/user-data", "/mnt/openstack/latest/user_data", "local-hostname", "CONVERGE-GUEST-USERDATA", "CONVERGE-GUEST-CLOUDINIT none"} {
+		"/mnt/user-data", "/mnt/openstack/latest/user_data", "local-hostname", "CONVERGE-GUEST-USERDATA", "CONVERGE-GUEST-CLOUDINIT none",
+		"\ndatadisks\ndiskwrites \"$writes\"\n"} {
 		if !strings.Contains(files["init"], marker) {
 			t.Errorf("init.sh does not handle %q", marker)
 		}
