@@ -166,7 +166,10 @@ fuzz: $(BIN)/cue
 ## booting a DataVolume imported before (root; skips while converge vet
 ## refuses its VM); converge beside Flux's controllers (make flux) on the
 ## same kind of API server and Git server, with kubectl apply --server-side
-## as the anchor, printed as a table with ratios
+## as the anchor, printed as a table with ratios; a VirtualMachineSnapshot
+## created → readyToUse through the snapshot controller, the node's
+## csi-snapshotter and the hostpath driver, next to a VolumeSnapshot of the
+## same claim
 bench: controlplane cni flux $(BIN)/kubectl
 	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
 	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
@@ -176,6 +179,7 @@ bench: controlplane cni flux $(BIN)/kubectl
 	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
 	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
 	$(GO) test -run '^$$' -bench '^BenchmarkClone$$' -benchtime 5x ./nodeplane/csi/hostpath/
+	$(GO) test -run '^$$' -bench '^BenchmarkVMSnapshot$$' -benchtime 10x ./internal/bench/
 	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
 	$(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
