@@ -19,8 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -30,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
-	"github.com/converge-dev/converge/internal/snapshotcrds"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/nodeplane/csi/hostpath"
@@ -69,18 +66,8 @@ func BenchmarkVMSnapshot(b *testing.B) {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	env, c, scheme := controlplane.StartEnvForTest(b, kubevirtv1.AddToScheme, cdiv1.AddToScheme, snapshotv1.AddToScheme, snapv1.AddToScheme)
-	crdtest.Install(b, c, "virtualmachines", "virtualmachineinstances", "datavolumes", "virtualmachinesnapshots", "virtualmachinesnapshotcontents")
-	crds, err := snapshotcrds.CRDs()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, crd := range crds {
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
-			b.Fatal(err)
-		}
-		crdtest.Apply(b, c, &unstructured.Unstructured{Object: obj})
-	}
+	crdtest.Install(b, c, "virtualmachines", "virtualmachineinstances", "datavolumes", "virtualmachinesnapshots", "virtualmachinesnapshotcontents",
+		"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses")
 	controlplane.RunManagerForTest(b, env, scheme, func(mgr ctrl.Manager) error {
 		if err := snapshotcontroller.Setup(mgr, snapshotcontroller.DefaultOptions()); err != nil {
 			return err

@@ -10,8 +10,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -19,7 +17,6 @@ import (
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/converge-dev/converge/internal/snapshotcrds"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 )
@@ -39,18 +36,8 @@ func NewWithSnapshots(t *testing.T, setups ...func(ctrl.Manager) error) *Env {
 	cp, c, scheme := controlplane.StartEnvForTest(t, kubevirtv1.AddToScheme, cdiv1.AddToScheme, snapshotv1.AddToScheme, snapv1.AddToScheme)
 	ctx := context.Background()
 	crdtest.Install(t, c, "virtualmachines", "virtualmachineinstances", "datavolumes",
-		"virtualmachinesnapshots", "virtualmachinesnapshotcontents", "virtualmachinerestores")
-	crds, err := snapshotcrds.CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crdtest.Apply(t, c, &unstructured.Unstructured{Object: obj})
-	}
+		"virtualmachinesnapshots", "virtualmachinesnapshotcontents", "virtualmachinerestores",
+		"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses")
 	controlplane.RunManagerForTest(t, cp, scheme, setups...)
 	e := &Env{C: c, NS: Namespace}
 	immediate := storagev1.VolumeBindingImmediate
