@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -29,24 +30,25 @@ import (
 const snapNS = "vm-snapshot"
 
 // TestVMSnapshotRestore is issue 21's VM snapshot and restore on the real
-// cluster. The test guest cannot write to its disks, so the content the
-// guest shows comes from a data disk: a DataVolume imported over HTTP
-// holding a NoCloud ISO (guestimage.NoCloudISO) whose user data has the
-// OLD marker; the VM has no cloudInitNoCloud volume, so the guest
-// (converge.cloudinit=1) finds that disk and prints its user data on the
-// serial console. Steps: the VM (root disk and data disk from
-// dataVolumeTemplates, runStrategy Always) runs and its console shows
-// the OLD marker; a VirtualMachineSnapshot of the running VM reaches
-// phase Succeeded, readyToUse, with both disks included and the Online
-// and NoGuestAgent indications (the snapshot controller and the
-// VolumeSnapshot machinery deployed by the Sync); the VM is stopped
-// (runStrategy Halted) and the data disk's disk.img is overwritten, in
-// the hostpath pool on the node, by an ISO of the same size with the NEW
-// marker; started again, the guest prints the NEW marker (the change is
-// real); stopped again, a VirtualMachineRestore of the snapshot into the
-// same VM completes, the VM's data disk is now the restored claim of
-// status.restores; started again, the guest prints the OLD marker and not
-// the NEW one. The namespace and what is in it go at the end.
+// cluster, the disk changed by the guest itself. The VM (runStrategy
+// Always, no NIC) has a root disk and a data disk (vdb) from
+// dataVolumeTemplates, imported over HTTP, the data disk holding the OLD
+// marker (guestimage.DataDisk), and a cloudInitNoCloud disk. Steps: the
+// guest prints the data disk's OLD marker at boot; a
+// VirtualMachineSnapshot of the running VM reaches phase Succeeded,
+// readyToUse, with both disks included and the Online and NoGuestAgent
+// indications; the VM is stopped, its user data gets the directive to
+// write the NEW marker onto vdb (guestimage.WriteDirective), and started
+// again the guest prints OLD at boot, then writes NEW and says so. While
+// it runs, a VirtualMachineRestore of the snapshot whose target is a VM
+// that does not exist yet (KubeVirt's restore to a new VM) completes:
+// the new VM is created Halted on restored claims, and started it prints
+// the OLD marker and writes nothing (its spec is the snapshot's), while
+// the original VM keeps its VMI and its DataVolume. The original,
+// stopped, holds NEW on its data disk (read on the node); a restore into
+// it completes, its data disk is the restored claim and its user data
+// the snapshot's, and started again its guest prints OLD and writes
+// nothing. The namespace and what is in it go at the end.
 func TestVMSnapshotRestore(t *testing.T) {
 	e, _, _, _ := syncExample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
@@ -62,8 +64,7 @@ func TestVMSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The files served: the guest's disk and the data disk's two ISOs,
-	// whose markers have one length so the ISOs have one size.
+	// The files served: the guest's disk and the data disk with OLD.
 	id := randomHex(t)[:12]
 	oldMarker, newMarker := "SNAP-OLD-"+id, "SNAP-NEW-"+id
 	dir := t.TempDir()
@@ -71,23 +72,13 @@ func TestVMSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, guestimage.DiskImage), disk, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const oldISO, newISO = "old.iso", "new.iso"
-	for name, marker := range map[string]string{oldISO: oldMarker, newISO: newMarker} {
-		if err := guestimage.NoCloudISO(filepath.Join(dir, name), userData(marker), "instance-id: "+vmSnapName+"\nlocal-hostname: "+vmSnapName+"\n"); err != nil {
+	const dataImage = "data.img"
+	for name, body := range map[string][]byte{guestimage.DiskImage: disk, dataImage: guestimage.DataDisk(oldMarker, 1<<20)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	newBytes, err := os.ReadFile(filepath.Join(dir, newISO))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fileSize(filepath.Join(dir, oldISO)) != int64(len(newBytes)) {
-		t.Fatalf("the two ISOs differ in size: %d and %d", fileSize(filepath.Join(dir, oldISO)), len(newBytes))
-	}
-	files := guestimage.ServeFiles(t, localcluster.NodeIP+":0", dir, guestimage.DiskImage, oldISO)
+	files := guestimage.ServeFiles(t, localcluster.NodeIP+":0", dir, guestimage.DiskImage, dataImage)
 
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -108,15 +99,14 @@ func TestVMSnapshotRestore(t *testing.T) {
 	}
 
 	st := &step{t: t}
-	key := client.ObjectKey{Namespace: snapNS, Name: vmSnapName}
-	serial := filepath.Join(agentStateDir, "serial", snapNS+"_"+vmSnapName+"-serial.log")
-	logStart := fileSize(serial)
-	vm := vmSnapVM(files.FileURL(guestimage.DiskImage), files.FileURL(oldISO))
+	orig := snapGuest{name: vmSnapName}
+	orig.mark()
+	vm := vmSnapVM(files.FileURL(guestimage.DiskImage), files.FileURL(dataImage))
 	if err := vc.Create(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
 
-	// 1. The VM runs and shows the OLD content of its data disk.
+	// 1. The VM runs and its guest shows the OLD content of its data disk.
 	dataDV := vmSnapName + "-data"
 	for _, n := range []string{vmSnapName + "-root", dataDV} {
 		st.do("the DataVolume "+n+" imports over HTTP (Succeeded)", 5*time.Minute, func() (bool, string) {
@@ -130,17 +120,7 @@ func TestVMSnapshotRestore(t *testing.T) {
 			return dv.Status.Phase == cdiv1.Succeeded, fmt.Sprintf("phase %s conditions %+v", dv.Status.Phase, dv.Status.Conditions)
 		})
 	}
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	st.do("the VMI runs, Ready", 5*time.Minute, func() (bool, string) {
-		if err := vc.Get(ctx, key, vmi); err != nil {
-			return false, "VMI: " + err.Error()
-		}
-		return vmi.Status.Phase == kubevirtv1.Running && vmiReady(vmi), fmt.Sprintf("phase %s conditions %+v", vmi.Status.Phase, vmi.Status.Conditions)
-	})
-	st.do("the guest prints the OLD marker of its data disk", 5*time.Minute, func() (bool, string) {
-		log := logFrom(serial, logStart)
-		return strings.Contains(log, markerLine(oldMarker)) && strings.Contains(log, guestimage.MarkerOK+" "+vmSnapName+" "), serial + ": " + tail(log, 1500)
-	})
+	orig.boots(st, ctx, vc, oldMarker, "")
 
 	// 2. A snapshot of the running VM.
 	apiGroup := kubevirtv1.SchemeGroupVersion.Group
@@ -180,81 +160,197 @@ func TestVMSnapshotRestore(t *testing.T) {
 			fmt.Sprintf("sourceIndications %+v snapshotVolumes %+v", s.SourceIndications, s.SnapshotVolumes)
 	})
 
-	// 3. The VM stopped, its data disk changed; started, it shows the NEW content.
-	setRunStrategy(t, st, ctx, vc, kubevirtv1.RunStrategyHalted)
-	st.do("the VMI is gone", 3*time.Minute, func() (bool, string) {
-		err := vc.Get(ctx, key, &kubevirtv1.VirtualMachineInstance{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	// 3. Stopped, the VM's user data told to write NEW; started, the
+	// guest shows OLD at boot and writes NEW onto its data disk.
+	orig.stop(st, ctx, vc)
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/template/spec/volumes/2/name","value":"cloudinitdisk"},`+
+		`{"op":"replace","path":"/spec/template/spec/volumes/2/cloudInitNoCloud/userData","value":%q}]`, snapUserData(guestimage.WriteDirective("vdb", newMarker)))
+	st.do("the VM's user data takes the directive to write NEW", time.Minute, func() (bool, string) {
+		err := vc.Patch(ctx, &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: snapNS, Name: vmSnapName}}, client.RawPatch(types.JSONPatchType, []byte(patch)))
+		return err == nil, fmt.Sprint(err)
 	})
-	img := dataDiskImage(t, ctx, vc, dataDV)
-	f, err := os.OpenFile(img, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(newBytes, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	logStart = fileSize(serial)
-	setRunStrategy(t, st, ctx, vc, kubevirtv1.RunStrategyAlways)
-	st.do("started again, the guest prints the NEW marker", 5*time.Minute, func() (bool, string) {
-		log := logFrom(serial, logStart)
-		return strings.Contains(log, markerLine(newMarker)) && strings.Contains(log, guestimage.MarkerOK+" "+vmSnapName+" "), serial + ": " + tail(log, 1500)
+	orig.mark()
+	orig.setRunStrategy(st, ctx, vc, kubevirtv1.RunStrategyAlways)
+	running := orig.boots(st, ctx, vc, oldMarker, newMarker)
+
+	// 4. While it runs, the restore into a new VM; started, the new VM
+	// shows OLD and writes nothing; the original keeps running as it was.
+	const copyName = "snap-copy"
+	toCopy := restoreOf(t, st, ctx, vc, snap.Name, "to-copy", copyName)
+	cp := snapGuest{name: copyName}
+	copyVM := &kubevirtv1.VirtualMachine{}
+	st.do("the new VM "+copyName+" is Halted on the restored claims", time.Minute, func() (bool, string) {
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: copyName}, copyVM); err != nil {
+			return false, err.Error()
+		}
+		rs, _ := copyVM.RunStrategy()
+		return rs == kubevirtv1.RunStrategyHalted && onRestoredClaim(copyVM, toCopy, "rootdisk") && onRestoredClaim(copyVM, toCopy, "datadisk"),
+			fmt.Sprintf("runStrategy %s volumes %+v restores %+v", rs, copyVM.Spec.Template.Spec.Volumes, toCopy.Status.Restores)
 	})
-	setRunStrategy(t, st, ctx, vc, kubevirtv1.RunStrategyHalted)
-	st.do("the VMI is gone", 3*time.Minute, func() (bool, string) {
-		err := vc.Get(ctx, key, &kubevirtv1.VirtualMachineInstance{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	cp.mark()
+	cp.setRunStrategy(st, ctx, vc, kubevirtv1.RunStrategyAlways)
+	cp.boots(st, ctx, vc, oldMarker, "")
+	cp.setRunStrategy(st, ctx, vc, kubevirtv1.RunStrategyHalted)
+	st.do("the original VM is unaffected: the same VMI running, its data disk the DataVolume "+dataDV, time.Second, func() (bool, string) {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: vmSnapName}, vmi); err != nil {
+			return false, err.Error()
+		}
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: vmSnapName}, vm); err != nil {
+			return false, err.Error()
+		}
+		v := volumeNamed(vm, "datadisk")
+		return vmi.UID == running.UID && vmi.Status.Phase == kubevirtv1.Running && v != nil && v.DataVolume != nil && v.DataVolume.Name == dataDV,
+			fmt.Sprintf("VMI %s (was %s) phase %s, datadisk %+v", vmi.UID, running.UID, vmi.Status.Phase, v)
 	})
 
-	// 4. The restore into the same VM; started, it shows the OLD content.
-	restore := &snapshotv1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Namespace: snapNS, Name: "restore"},
-		Spec: snapshotv1.VirtualMachineRestoreSpec{Target: corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: vmSnapName},
-			VirtualMachineSnapshotName: snap.Name}}
-	if err := vc.Create(ctx, restore); err != nil {
+	// 5. The original stopped holds NEW; restored into itself and
+	// started, it shows OLD and writes nothing.
+	orig.stop(st, ctx, vc)
+	st.do("the original's data disk holds the guest's NEW marker", time.Second, func() (bool, string) {
+		b, err := os.ReadFile(dataDiskImage(t, ctx, vc, dataDV))
+		if err != nil {
+			return false, err.Error()
+		}
+		b = b[:min(len(b), 512)]
+		return bytes.HasPrefix(b, []byte(guestimage.DataPrefix+newMarker+"\n")), fmt.Sprintf("first sector %q", bytes.TrimRight(b, "\x00"))
+	})
+	inPlace := restoreOf(t, st, ctx, vc, snap.Name, "in-place", vmSnapName)
+	st.do("the VM's data disk is the restored claim and its user data the snapshot's", time.Minute, func() (bool, string) {
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: vmSnapName}, vm); err != nil {
+			return false, err.Error()
+		}
+		ci := volumeNamed(vm, "cloudinitdisk")
+		return onRestoredClaim(vm, inPlace, "datadisk") && ci != nil && ci.CloudInitNoCloud != nil && ci.CloudInitNoCloud.UserData == snapUserData(),
+			fmt.Sprintf("volumes %+v, restores %+v", vm.Spec.Template.Spec.Volumes, inPlace.Status.Restores)
+	})
+	orig.mark()
+	orig.setRunStrategy(st, ctx, vc, kubevirtv1.RunStrategyAlways)
+	orig.boots(st, ctx, vc, oldMarker, "")
+}
+
+// snapGuest is a VM of TestVMSnapshotRestore and where its serial log
+// was when mark was last called.
+type snapGuest struct {
+	name     string
+	logStart int64
+}
+
+// serial is the agent's serial log of the VM's guest.
+func (g *snapGuest) serial() string {
+	return filepath.Join(agentStateDir, "serial", snapNS+"_"+g.name+"-serial.log")
+}
+
+// mark makes boots look only at what the guest prints from now on.
+func (g *snapGuest) mark() { g.logStart = fileSize(g.serial()) }
+
+// boots waits for the VMI to run, Ready, and for its guest to print, since
+// mark, its name and the data disk's marker data at boot; with write, the
+// guest's confirmation that it wrote write onto vdb, else it must not
+// say it wrote anything. It gives the VMI.
+func (g *snapGuest) boots(st *step, ctx context.Context, vc client.Client, data, write string) *kubevirtv1.VirtualMachineInstance {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	start := time.Now()
+	st.do("the VMI "+g.name+" runs, Ready", 5*time.Minute, func() (bool, string) {
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: g.name}, vmi); err != nil {
+			return false, "VMI: " + err.Error()
+		}
+		return vmi.Status.Phase == kubevirtv1.Running && vmiReady(vmi), fmt.Sprintf("phase %s conditions %+v", vmi.Status.Phase, vmi.Status.Conditions)
+	})
+	what := "the guest of " + g.name + " prints its data disk's " + data + " at boot"
+	if write != "" {
+		what += ", then writes " + write
+	}
+	st.do(what, 5*time.Minute, func() (bool, string) {
+		log := logFrom(g.serial(), g.logStart)
+		if write == "" && strings.Contains(log, guestimage.MarkerWrote) {
+			st.stop("the guest wrote onto a disk: %s", tail(log, 1500))
+		}
+		ok := strings.Contains(log, guestimage.MarkerData+" vdb "+data+"\n") && strings.Contains(log, guestimage.MarkerOK+" "+g.name+" ")
+		if write != "" {
+			ok = ok && strings.Contains(log, guestimage.MarkerWrote+" vdb "+write+"\n")
+		}
+		return ok, g.serial() + ": " + tail(log, 1500)
+	})
+	st.t.Logf("%s: %v after the VMI was asked for", what, time.Since(start).Round(time.Millisecond))
+	return vmi
+}
+
+// setRunStrategy sets the VM's run strategy, as virtctl start and stop do.
+func (g *snapGuest) setRunStrategy(st *step, ctx context.Context, vc client.Client, rs kubevirtv1.VirtualMachineRunStrategy) {
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: snapNS, Name: g.name}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"runStrategy":"`+string(rs)+`"}}`))
+	st.do("the VM "+g.name+" takes runStrategy "+string(rs), time.Minute, func() (bool, string) {
+		err := vc.Patch(ctx, vm, patch)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// stop halts the VM and waits for its VMI to go.
+func (g *snapGuest) stop(st *step, ctx context.Context, vc client.Client) {
+	g.setRunStrategy(st, ctx, vc, kubevirtv1.RunStrategyHalted)
+	st.do("the VMI "+g.name+" is gone", 3*time.Minute, func() (bool, string) {
+		err := vc.Get(ctx, client.ObjectKey{Namespace: snapNS, Name: g.name}, &kubevirtv1.VirtualMachineInstance{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// restoreOf creates the VirtualMachineRestore name of snapshot snap into
+// the VM target and waits for it to complete; it gives the restore.
+func restoreOf(t *testing.T, st *step, ctx context.Context, vc client.Client, snap, name, target string) *snapshotv1.VirtualMachineRestore {
+	t.Helper()
+	apiGroup := kubevirtv1.SchemeGroupVersion.Group
+	r := &snapshotv1.VirtualMachineRestore{ObjectMeta: metav1.ObjectMeta{Namespace: snapNS, Name: name},
+		Spec: snapshotv1.VirtualMachineRestoreSpec{Target: corev1.TypedLocalObjectReference{APIGroup: &apiGroup, Kind: "VirtualMachine", Name: target},
+			VirtualMachineSnapshotName: snap}}
+	if err := vc.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
-	st.do("the VirtualMachineRestore completes", 5*time.Minute, func() (bool, string) {
-		if err := vc.Get(ctx, client.ObjectKeyFromObject(restore), restore); err != nil {
+	start := time.Now()
+	st.do("the VirtualMachineRestore "+name+" into "+target+" completes", 5*time.Minute, func() (bool, string) {
+		if err := vc.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
 			return false, err.Error()
 		}
-		s := restore.Status
+		s := r.Status
 		return s != nil && s.Complete != nil && *s.Complete, fmt.Sprintf("%+v", s)
 	})
-	t.Logf("VirtualMachineRestore complete %v after its creation", time.Since(start).Round(time.Millisecond))
-	var restoredClaim string
-	for _, r := range restore.Status.Restores {
-		if r.VolumeName == "datadisk" {
-			restoredClaim = r.PersistentVolumeClaimName
+	t.Logf("VirtualMachineRestore %s complete %v after its creation", name, time.Since(start).Round(time.Millisecond))
+	return r
+}
+
+// volumeNamed gives vm's volume name, or nil.
+func volumeNamed(vm *kubevirtv1.VirtualMachine, name string) *kubevirtv1.Volume {
+	for i, v := range vm.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return &vm.Spec.Template.Spec.Volumes[i]
 		}
 	}
-	st.do("the VM's data disk is the restored claim "+restoredClaim, time.Minute, func() (bool, string) {
-		if err := vc.Get(ctx, key, vm); err != nil {
-			return false, err.Error()
+	return nil
+}
+
+// onRestoredClaim reports whether vm's volume is the claim r restored
+// for it.
+func onRestoredClaim(vm *kubevirtv1.VirtualMachine, r *snapshotv1.VirtualMachineRestore, volume string) bool {
+	v := volumeNamed(vm, volume)
+	if v == nil || v.PersistentVolumeClaim == nil || r.Status == nil {
+		return false
+	}
+	for _, vr := range r.Status.Restores {
+		if vr.VolumeName == volume {
+			return vr.PersistentVolumeClaimName != "" && v.PersistentVolumeClaim.ClaimName == vr.PersistentVolumeClaimName
 		}
-		for _, v := range vm.Spec.Template.Spec.Volumes {
-			if v.Name == "datadisk" {
-				return restoredClaim != "" && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == restoredClaim,
-					fmt.Sprintf("volume %+v, restores %+v", v.VolumeSource, restore.Status.Restores)
-			}
-		}
-		return false, "no datadisk volume"
-	})
-	logStart = fileSize(serial)
-	setRunStrategy(t, st, ctx, vc, kubevirtv1.RunStrategyAlways)
-	st.do("started after the restore, the guest prints the OLD marker, not the NEW", 5*time.Minute, func() (bool, string) {
-		log := logFrom(serial, logStart)
-		if strings.Contains(log, markerLine(newMarker)) {
-			st.stop("the restored guest printed the NEW marker: %s", tail(log, 1500))
-		}
-		return strings.Contains(log, markerLine(oldMarker)) && strings.Contains(log, guestimage.MarkerOK+" "+vmSnapName+" "), serial + ": " + tail(log, 1500)
-	})
+	}
+	return false
+}
+
+// snapUserData is the user data of TestVMSnapshotRestore's VM with the
+// given lines.
+func snapUserData(lines ...string) string {
+	s := "#cloud-config\n"
+	for _, l := range lines {
+		s += l + "\n"
+	}
+	return s
 }
 
 // vmSnapName is TestVMSnapshotRestore's VM.
@@ -263,8 +359,7 @@ const vmSnapName = "snap-vm"
 // vmSnapVM is TestVMSnapshotRestore's VM in snapNS: runStrategy Always,
 // no NIC, a root disk (vda) imported from rootURL and a data disk (vdb)
 // imported from dataURL, both dataVolumeTemplates of 64Mi on the
-// hostpath class; no cloud-init volume, the guest reads its NoCloud data
-// from the data disk.
+// hostpath class, and a cloudInitNoCloud disk (vdc) with no directive.
 func vmSnapVM(rootURL, dataURL string) *kubevirtv1.VirtualMachine {
 	class, always, no := storageClass, kubevirtv1.RunStrategyAlways, false
 	grace := int64(2)
@@ -292,24 +387,13 @@ func vmSnapVM(rootURL, dataURL string) *kubevirtv1.VirtualMachine {
 				Domain: kubevirtv1.DomainSpec{
 					CPU:     &kubevirtv1.CPU{Cores: 1},
 					Memory:  &kubevirtv1.Memory{Guest: &mem},
-					Devices: kubevirtv1.Devices{AutoattachPodInterface: &no, Disks: []kubevirtv1.Disk{disk("rootdisk"), disk("datadisk")}},
+					Devices: kubevirtv1.Devices{AutoattachPodInterface: &no, Disks: []kubevirtv1.Disk{disk("rootdisk"), disk("datadisk"), disk("cloudinitdisk")}},
 				},
-				Volumes: []kubevirtv1.Volume{dv("rootdisk", vmSnapName+"-root"), dv("datadisk", vmSnapName+"-data")},
+				Volumes: []kubevirtv1.Volume{dv("rootdisk", vmSnapName+"-root"), dv("datadisk", vmSnapName+"-data"),
+					{Name: "cloudinitdisk", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{UserData: snapUserData()}}}},
 			}},
 		},
 	}
-}
-
-// setRunStrategy sets the run strategy of TestVMSnapshotRestore's VM, as
-// virtctl start and stop do.
-func setRunStrategy(t *testing.T, st *step, ctx context.Context, vc client.Client, rs kubevirtv1.VirtualMachineRunStrategy) {
-	t.Helper()
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: snapNS, Name: vmSnapName}}
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"runStrategy":"`+string(rs)+`"}}`))
-	st.do("the VM takes runStrategy "+string(rs), time.Minute, func() (bool, string) {
-		err := vc.Patch(ctx, vm, patch)
-		return err == nil, fmt.Sprint(err)
-	})
 }
 
 // dataDiskImage gives the path, in the hostpath pool on the node, of the
@@ -389,7 +473,8 @@ func snapState(ctx context.Context, e *cluster.Env, vc client.Client) string {
 		}
 		fmt.Fprintf(&b, "%s (vm-agent) log:\n%s\n", p.Name, tail(log, 4000))
 	}
-	serial := filepath.Join(agentStateDir, "serial", snapNS+"_"+vmSnapName+"-serial.log")
-	fmt.Fprintf(&b, "serial log %s:\n%s\n", serial, tail(logFrom(serial, 0), 2000))
+	for _, g := range []snapGuest{{name: vmSnapName}, {name: "snap-copy"}} {
+		fmt.Fprintf(&b, "serial log %s:\n%s\n", g.serial(), tail(logFrom(g.serial(), 0), 2000))
+	}
 	return b.String()
 }

@@ -46,4 +46,30 @@ const (
 	// MarkerDisk is printed for each virtio disk at boot and whenever its
 	// size changes: "<vdX> <bytes>".
 	MarkerDisk = "CONVERGE-GUEST-DISK"
+	// MarkerData is printed at boot, after the cloud-init data, for each
+	// virtio disk whose first sector starts with the line
+	// DataPrefix+"<text>": "<vdX> <text>".
+	MarkerData = "CONVERGE-GUEST-DATA"
+	// MarkerWrote confirms a user-data directive "converge-write <vdX>
+	// <text>" (WriteDirective): the guest wrote DataPrefix+"<text>" and a
+	// newline into the disk's first sector: "<vdX> <text>".
+	MarkerWrote = "CONVERGE-GUEST-WROTE"
 )
+
+// DataPrefix starts the first sector of a disk whose content the guest
+// prints at boot (MarkerData).
+const DataPrefix = "CONVERGE-DATA "
+
+// WriteDirective is the user-data line that makes the guest write
+// DataPrefix+text into the first sector of its virtio disk dev ("vdb"),
+// as a user's guest changes its own disk; MarkerWrote confirms it.
+func WriteDirective(dev, text string) string { return "converge-write " + dev + " " + text }
+
+// DataDisk gives the content of a raw disk image of size bytes whose
+// first sector starts with DataPrefix+text and a newline, zeros after:
+// the guest prints MarkerData+" <vdX> "+text at boot.
+func DataDisk(text string, size int) []byte {
+	b := make([]byte, size)
+	copy(b, DataPrefix+text+"\n")
+	return b
+}
