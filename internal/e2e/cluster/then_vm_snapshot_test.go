@@ -262,7 +262,8 @@ func (g *snapGuest) boots(st *step, ctx context.Context, vc client.Client, data,
 		what += ", then writes " + write
 	}
 	st.do(what, 5*time.Minute, func() (bool, string) {
-		log := logFrom(g.serial(), g.logStart)
+		// the console ends its lines with CR LF
+		log := strings.ReplaceAll(logFrom(g.serial(), g.logStart), "\r\n", "\n")
 		if write == "" && strings.Contains(log, guestimage.MarkerWrote) {
 			st.stop("the guest wrote onto a disk: %s", tail(log, 1500))
 		}
