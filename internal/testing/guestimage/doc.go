@@ -9,7 +9,9 @@
 //     KubeVirt's containerDisks (one layer, /disk/<file>, mode 0440,
 //     owned by 107:107, the qemu user of KubeVirt's virt-launcher), and
 //     Registry serves it from an OCI registry in the test process
-//     (go-containerregistry's pkg/registry);
+//     (go-containerregistry's pkg/registry), over plain HTTP
+//     (StartRegistry) or over HTTPS with a certificate of a CA of its
+//     own (StartTLSRegistry, the CA in Registry.CAPEM);
 //   - NoCloudISO makes the cloud-init NoCloud disk KubeVirt makes of a
 //     cloudInitNoCloud volume (ISO 9660 with Rock Ridge, volume label
 //     cidata, /user-data and /meta-data; go-diskfs), for a test that

@@ -3,6 +3,9 @@ package guestimage_test
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -148,6 +151,48 @@ func TestRegistry(t *testing.T) {
 	}
 	if got := layerEntries(t, rc)["disk/disk.qcow2"].body; !bytes.Equal(got, body) {
 		t.Errorf("pulled disk: %d bytes, want %d", len(got), len(body))
+	}
+}
+
+// TestTLSRegistry: a TLS registry serves a certificate its CAPEM
+// verifies: an image pushed to it is pulled back over HTTPS by a client
+// trusting CAPEM, and a client trusting only the system roots is refused
+// at the TLS handshake.
+func TestTLSRegistry(t *testing.T) {
+	path, _ := fakeDisk(t)
+	img, err := guestimage.ContainerDisk(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guestimage.StartTLSRegistry(t, "127.0.0.1:0")
+	if len(r.CAPEM) == 0 {
+		t.Fatal("a TLS registry without CAPEM")
+	}
+	ref, digest, err := r.Push("converge/guest", "disk", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref) // no name.Insecure: HTTPS only
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(r.CAPEM) {
+		t.Fatalf("CAPEM holds no certificate: %q", r.CAPEM)
+	}
+	trusting := remote.DefaultTransport.(*http.Transport).Clone()
+	trusting.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	pulled, err := remote.Image(tag, remote.WithTransport(trusting))
+	if err != nil {
+		t.Fatalf("pulling %s trusting CAPEM: %v", ref, err)
+	}
+	if got, _ := pulled.Digest(); got != digest {
+		t.Errorf("pulled digest %s, pushed %s", got, digest)
+	}
+	_, err = remote.Image(tag)
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) {
+		t.Errorf("pulling without CAPEM: %v, want x509.UnknownAuthorityError", err)
 	}
 }
 
