@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,37 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/converge-dev/converge/internal/crdwait"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/operators/operand"
 	"github.com/converge-dev/converge/operators/ssp/sspoperator"
 )
-
-// installTemplateCRD creates a namespaced CRD templates.template.openshift.io
-// (v1, kind Template, every field kept). It stands in for OpenShift's
-// Template API, which openshift-apiserver serves as an aggregated API and
-// no CRD defines: the operator sees it through discovery either way.
-func installTemplateCRD(t *testing.T, c client.Client) {
-	t.Helper()
-	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "templates.template.openshift.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "template.openshift.io", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "templates", Singular: "template", Kind: "Template", ListKind: "TemplateList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}},
-		},
-	}
-	must(t, c.Create(context.Background(), crd))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if !crdwait.Wait(ctx, c, 50*time.Millisecond, crd.Name) {
-		t.Fatalf("CRD %s not established within 30s", crd.Name)
-	}
-}
 
 // baseTemplate gives a base common template named name of version in
 // namespace openshift, with an os label.
@@ -75,7 +49,7 @@ func templates(t *testing.T, c client.Client) map[string]unstructured.Unstructur
 
 // TestCommonTemplates runs the SSP operator on a real API server, first
 // without the Template API (plain Kubernetes), then with a CRD standing in
-// for OpenShift's aggregated Template API (installTemplateCRD):
+// for OpenShift's aggregated Template API (crdtest.InstallTemplateAPI):
 //
 //   - without it the SSP is Available with no templates;
 //   - once it is served, the SSP's next reconcile (here a spec change)
@@ -120,7 +94,7 @@ func TestCommonTemplates(t *testing.T) {
 	})
 
 	// The Template API served, an old and a newer base template there.
-	installTemplateCRD(t, c)
+	crdtest.InstallTemplateAPI(t, c)
 	old, newer := baseTemplate("centos7-server-small", "v0.24.0"), baseTemplate("from-the-future", "v0.36.0")
 	must(t, c.Patch(ctx, old, client.Apply, client.FieldOwner("converge-"+sspoperator.Name), client.ForceOwnership))
 	must(t, c.Create(ctx, newer))

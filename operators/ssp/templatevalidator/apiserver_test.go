@@ -29,22 +29,6 @@ import (
 	tv "github.com/converge-dev/converge/operators/ssp/templatevalidator"
 )
 
-// templateCRD stands in for OpenShift's templates.template.openshift.io
-// (which keeps objects and parameters at the root): namespaced, v1,
-// every field kept.
-func templateCRD() *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "templates.template.openshift.io"},
-		"spec": map[string]any{
-			"group": "template.openshift.io", "scope": "Namespaced",
-			"names": map[string]any{"plural": "templates", "singular": "template", "kind": "Template", "listKind": "TemplateList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-}
-
 // template gives a Template openshift/name with the validations rules.
 func template(name, rules string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"objects": []any{}}}
@@ -156,7 +140,7 @@ func TestThroughAPIServer(t *testing.T) {
 	}
 
 	// The Template API and Templates.
-	crdtest.Apply(t, c, templateCRD())
+	crdtest.InstallTemplateAPI(t, c)
 	for _, tmpl := range []*unstructured.Unstructured{
 		template("rhel9", memRule("")),
 		template("advice", memRule(`,"justWarning":true`)),
