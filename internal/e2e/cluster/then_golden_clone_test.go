@@ -153,7 +153,7 @@ func TestGoldenImageClone(t *testing.T) {
 
 	// The negative: carol may not clone from privateNS.
 	refused := "User carol has insufficient permissions in clone source namespace " + privateNS
-	err = carol.Create(ctx, goldenCloneVM("private", privateNS, "", ""))
+	err = carol.Create(ctx, goldenCloneVM(cloneVMNS, "private", privateNS, "", ""))
 	st.do("carol's VM cloning from "+privateNS+" is refused with CDI's message", time.Second, func() (bool, string) {
 		return err != nil && strings.Contains(err.Error(), "spec.dataVolumeTemplates[0]: "+refused), fmt.Sprint(err)
 	})
@@ -170,7 +170,7 @@ func TestGoldenImageClone(t *testing.T) {
 	marker := "GOLDEN-CLONE-" + randomHex(t)[:12]
 	serial := filepath.Join(agentStateDir, "serial", cloneVMNS+"_"+vmName+"-serial.log")
 	logStart := fileSize(serial)
-	vm := goldenCloneVM(vmName, goldenNS, ds.Name, marker)
+	vm := goldenCloneVM(cloneVMNS, vmName, goldenNS, ds.Name, marker)
 	if err := carol.Create(ctx, vm); err != nil {
 		t.Fatalf("carol's VM cloning the golden image: %v", err)
 	}
@@ -197,11 +197,10 @@ func TestGoldenImageClone(t *testing.T) {
 	t.Logf("guest booted %v after the VM was created", time.Since(start).Round(time.Millisecond))
 }
 
-// goldenCloneVM is a VM in cloneVMNS whose root disk is a
-// dataVolumeTemplate cloning DataSource dsNS/ds (the VM's name when ds is
-// empty), no NIC, and a cloudInitNoCloud disk whose user data holds
-// marker.
-func goldenCloneVM(name, dsNS, ds, marker string) *kubevirtv1.VirtualMachine {
+// goldenCloneVM is a VM ns/name whose root disk is a dataVolumeTemplate
+// cloning DataSource dsNS/ds (converge-guest when ds is empty), no NIC,
+// and a cloudInitNoCloud disk whose user data holds marker.
+func goldenCloneVM(ns, name, dsNS, ds, marker string) *kubevirtv1.VirtualMachine {
 	if ds == "" {
 		ds = "converge-guest"
 	}
@@ -210,7 +209,7 @@ func goldenCloneVM(name, dsNS, ds, marker string) *kubevirtv1.VirtualMachine {
 	mem := resource.MustParse("128Mi")
 	root := name + "-root"
 	return &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cloneVMNS, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: kubevirtv1.VirtualMachineSpec{
 			RunStrategy: &always,
 			DataVolumeTemplates: []kubevirtv1.DataVolumeTemplateSpec{{ObjectMeta: metav1.ObjectMeta{Name: root},
