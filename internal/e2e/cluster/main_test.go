@@ -10,7 +10,8 @@ import (
 // cleanups (atEnd) run before it stops. Go runs the tests in the order of
 // their files' names: those of then_*_test.go disturb what the others
 // check once (a pod deleted, a crash loop, converge-controller restarted
-// by a switch to external mode, last of all) and run last.
+// when the native SSP goes, or by a switch to external mode, last of
+// all) and run last.
 func TestMain(m *testing.M) {
 	cluster.Main(m, func() {
 		for i := len(atEnd) - 1; i >= 0; i-- {
