@@ -19,6 +19,7 @@ require (
 	github.com/hiddeco/sshsig v0.2.0
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
+	github.com/kubernetes-csi/external-snapshotter/v8 v8.4.0
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/onsi/ginkgo/v2 v2.32.1
 	github.com/onsi/gomega v1.43.0
@@ -34,6 +35,7 @@ require (
 	golang.org/x/net v0.58.0
 	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.47.0
+	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.83.2
 	google.golang.org/protobuf v1.36.12
 	k8s.io/api v0.37.1
@@ -53,7 +55,15 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/kubernetes-csi/external-snapshotter/v8 v8.4.0 // indirect
+require (
+	codeberg.org/go-fonts/liberation v0.5.0 // indirect
+	codeberg.org/go-latex/latex v0.2.0 // indirect
+	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	git.sr.ht/~sbinet/gg v0.7.0 // indirect
+	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	golang.org/x/image v0.30.0 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -211,7 +221,7 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/mod v0.38.0 // indirect
+	golang.org/x/mod v0.38.0
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/term v0.45.0
 	golang.org/x/text v0.41.0 // indirect

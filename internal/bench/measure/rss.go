@@ -21,22 +21,41 @@ func RSSMiB(pid int) (float64, error) {
 	return mib, nil
 }
 
+// PeakRSSMiB returns the peak resident set size (VmHWM, the high-water
+// mark since the process started) of process pid in MiB, from
+// /proc/<pid>/status.
+func PeakRSSMiB(pid int) (float64, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	mib, err := statusMiB(string(status), "VmHWM")
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	return mib, nil
+}
+
 // VmRSS returns the VmRSS line of a /proc/<pid>/status text in MiB; the
 // kernel writes it in kB ("VmRSS:   1234 kB").
-func VmRSS(status string) (float64, error) {
+func VmRSS(status string) (float64, error) { return statusMiB(status, "VmRSS") }
+
+// statusMiB returns the line key of a /proc/<pid>/status text, a size in
+// kB, in MiB.
+func statusMiB(status, key string) (float64, error) {
 	for l := range strings.Lines(status) {
 		f := strings.Fields(l)
-		if len(f) == 0 || f[0] != "VmRSS:" {
+		if len(f) == 0 || f[0] != key+":" {
 			continue
 		}
 		if len(f) != 3 || f[2] != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q: want \"VmRSS: <n> kB\"", strings.TrimSpace(l))
+			return 0, fmt.Errorf("%s line %q: want \"%s: <n> kB\"", key, strings.TrimSpace(l), key)
 		}
 		kb, err := strconv.ParseFloat(f[1], 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS line %q: %w", strings.TrimSpace(l), err)
+			return 0, fmt.Errorf("%s line %q: %w", key, strings.TrimSpace(l), err)
 		}
 		return kb / 1024, nil
 	}
-	return 0, fmt.Errorf("no VmRSS line (a kernel thread or a zombie has none)")
+	return 0, fmt.Errorf("no %s line (a kernel thread or a zombie has none)", key)
 }
