@@ -9,7 +9,7 @@ export KUBEBUILDER_ASSETS := $(BIN)
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
 
-.PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench flux vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
+.PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench bench-scale flux vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
 all: build
 
@@ -185,6 +185,17 @@ bench: controlplane cni flux $(BIN)/kubectl
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
 	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
 	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/
+
+## bench-scale: scale by simulation on one machine (issue 18): VMs from
+## creation to Running across simulated nodes (the real VM agent on
+## libvirt's test driver, one per node) with converge-controller as a
+## process, per size of a sweep: throughput, p50/p99 latency, the
+## controller's CPU and peak RSS; PNG curves in $(BIN)/bench. Sweep
+## 100/5,250/10,500/25 (VMs/nodes); SCALE=full adds 1000/50;
+## CONVERGE_SCALE_VMS sets any sweep
+SCALE ?=
+bench-scale: controlplane
+	CONVERGE_SCALE=$(SCALE) $(GO) test -run '^$$' -bench '^BenchmarkVMScale$$' -benchtime 1x -timeout 60m -v ./internal/bench/scale/
 
 ## flux: Flux's source-controller v1.9.1 and kustomize-controller v1.9.4
 ## with their CRDs in bin/flux, built from the Go module proxy
