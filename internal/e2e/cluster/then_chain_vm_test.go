@@ -22,7 +22,6 @@ import (
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
 	"github.com/converge-dev/converge/internal/testing/virtctltest"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 // TestVMChain is issue 15's whole chain on the real cluster, from Git to a
@@ -71,15 +70,8 @@ import (
 // DHCP and dataVolumeTemplates; until all of it is there a step fails and
 // says which.
 func TestVMChain(t *testing.T) {
-	e, repo, _, _ := syncExample(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	waitSyncReady(t, ctx, e)
-	guestDir := vmtest.BuildGuest(t)
-	vc, err := client.New(e.Cluster.Config, client.Options{Scheme: vmScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := startVMTest(t, 30*time.Minute)
+	e, repo, ctx, guestDir, vc := v.e, v.repo, v.ctx, v.guestDir, v.vc
 
 	// The sources: pods reach the file server at the node address (the
 	// cdi-importer runs on the host network, but a pod network importer

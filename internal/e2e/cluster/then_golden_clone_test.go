@@ -21,7 +21,6 @@ import (
 	tokenapi "github.com/converge-dev/converge/api/uploadtoken"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 // The namespaces of TestGoldenImageClone: SSP's golden images namespace,
@@ -47,15 +46,8 @@ const (
 // carol cloning from a namespace where she has no datavolumes/source are
 // refused with CDI's message.
 func TestGoldenImageClone(t *testing.T) {
-	e, _, _, _ := syncExample(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	waitSyncReady(t, ctx, e)
-	guestDir := vmtest.BuildGuest(t)
-	vc, err := client.New(e.Cluster.Config, client.Options{Scheme: vmScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := startVMTest(t, 20*time.Minute)
+	e, ctx, guestDir, vc := v.e, v.ctx, v.guestDir, v.vc
 	cfg := rest.CopyConfig(e.Cluster.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "carol", Groups: []string{"system:authenticated"}}
 	carol, err := client.New(cfg, client.Options{Scheme: vmScheme(t)})

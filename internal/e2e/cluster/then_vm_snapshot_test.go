@@ -23,7 +23,6 @@ import (
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
 // snapNS is TestVMSnapshotRestore's namespace, made and removed by it.
@@ -50,19 +49,8 @@ const snapNS = "vm-snapshot"
 // the snapshot's, and started again its guest prints OLD and writes
 // nothing. The namespace and what is in it go at the end.
 func TestVMSnapshotRestore(t *testing.T) {
-	e, _, _, _ := syncExample(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	waitSyncReady(t, ctx, e)
-	guestDir := vmtest.BuildGuest(t)
-	scheme := vmScheme(t)
-	if err := snapshotv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	vc, err := client.New(e.Cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := startVMTest(t, 25*time.Minute, snapshotv1.AddToScheme)
+	e, ctx, guestDir, vc := v.e, v.ctx, v.guestDir, v.vc
 
 	// The files served: the guest's disk and the data disk with OLD.
 	id := randomHex(t)[:12]

@@ -28,6 +28,7 @@ import (
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
+	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/nodeplane/network/netattach"
 )
 
@@ -208,6 +209,38 @@ spec:
             userData: |
               %s
 `, c.vm, chainNS, templates, memory, chainNAD, root, ud)
+}
+
+// vmTest is where a VM test on the real cluster starts.
+type vmTest struct {
+	e        *cluster.Env
+	repo     *gitserver.Repo
+	ctx      context.Context // the test's, ended at its end
+	guestDir string          // hack/guest's build (vmtest.BuildGuest)
+	vc       client.Client   // of vmScheme and the test's addToScheme
+}
+
+// startVMTest gives a VM test its start: the example's Sync (syncExample)
+// Ready within timeout, also the test's context's timeout, the guest
+// built, a client of vmScheme with addToScheme added.
+func startVMTest(t *testing.T, timeout time.Duration, addToScheme ...func(*runtime.Scheme) error) vmTest {
+	t.Helper()
+	e, repo, _, _ := syncExample(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	waitSyncReady(t, ctx, e)
+	guestDir := vmtest.BuildGuest(t)
+	scheme := vmScheme(t)
+	for _, add := range addToScheme {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vc, err := client.New(e.Cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vmTest{e: e, repo: repo, ctx: ctx, guestDir: guestDir, vc: vc}
 }
 
 // vmScheme knows client-go's types, KubeVirt's and CDI's.
