@@ -27,7 +27,6 @@ import (
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
-	"github.com/converge-dev/converge/internal/testing/vmtest"
 	"github.com/converge-dev/converge/operators/operand"
 	"github.com/converge-dev/converge/operators/ssp/templatevalidator"
 )
@@ -72,15 +71,8 @@ const (
 // template validator; converge-controller restarts without the role
 // (operand.ErrRoleGone), and the test waits for it and the Sync.
 func TestNativeSSP(t *testing.T) {
-	e, _, _, _ := syncExample(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	waitSyncReady(t, ctx, e)
-	guestDir := vmtest.BuildGuest(t)
-	vc, err := client.New(e.Cluster.Config, client.Options{Scheme: vmScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vt := startVMTest(t, 25*time.Minute)
+	e, ctx, vc, guestDir := vt.e, vt.ctx, vt.vc, vt.guestDir
 	if err := vc.Get(ctx, client.ObjectKey{Name: osImagesNS}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace %s exists before the SSP (%v): the SSP's prune would delete it", osImagesNS, err)
 	}
