@@ -192,10 +192,13 @@ bench: controlplane cni flux $(BIN)/kubectl
 ## process, per size of a sweep: throughput, p50/p99 latency, the
 ## controller's CPU and peak RSS; PNG curves in $(BIN)/bench. Sweep
 ## 100/5,250/10,500/25 (VMs/nodes); SCALE=full adds 1000/50;
-## CONVERGE_SCALE_VMS sets any sweep
+## CONVERGE_SCALE_VMS sets any sweep. Then Syncs each driving its own
+## remote target API server (2, 5, 10; CONVERGE_SCALE_SYNCS): first sync
+## and no-op throughput, API requests per no-op, the controller's RSS
 SCALE ?=
 bench-scale: controlplane
 	CONVERGE_SCALE=$(SCALE) $(GO) test -run '^$$' -bench '^BenchmarkVMScale$$' -benchtime 1x -timeout 60m -v ./internal/bench/scale/
+	$(GO) test -run '^$$' -bench '^BenchmarkSyncScale$$' -benchtime 1x -timeout 30m -v ./internal/bench/scale/
 
 ## flux: Flux's source-controller v1.9.1 and kustomize-controller v1.9.4
 ## with their CRDs in bin/flux, built from the Go module proxy

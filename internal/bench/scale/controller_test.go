@@ -23,26 +23,41 @@ import (
 	"github.com/converge-dev/converge/internal/testing/vmtest"
 )
 
-// controllerExe is converge-controller built once per run.
+// controllerExe is converge-controller built once per test binary, in
+// dir (removed by TestMain): the benchmarks share it.
 var controllerExe struct {
-	once sync.Once
-	path string
+	once      sync.Once
+	dir, path string
+	err       error
 }
 
 // buildController builds cmd/converge-controller once per test binary.
 func buildController(b *testing.B) string {
-	controllerExe.once.Do(func() { controllerExe.path = vmtest.BuildBinary(b, "./cmd/converge-controller") })
-	if controllerExe.path == "" {
-		b.Fatal("converge-controller was not built (an earlier build failed)")
+	controllerExe.once.Do(func() {
+		if controllerExe.dir, controllerExe.err = os.MkdirTemp("", "converge-scale-"); controllerExe.err != nil {
+			return
+		}
+		path := filepath.Join(controllerExe.dir, "converge-controller")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/converge-controller")
+		cmd.Dir = vmtest.RepoRoot(b)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			controllerExe.err = fmt.Errorf("go build ./cmd/converge-controller: %v\n%s", err, out)
+			return
+		}
+		b.Logf("go build ./cmd/converge-controller: %s", time.Since(start).Round(time.Millisecond))
+		controllerExe.path = path
+	})
+	if controllerExe.err != nil {
+		b.Fatal(controllerExe.err)
 	}
 	return controllerExe.path
 }
 
 // controller is a converge-controller process against one API server.
 type controller struct {
-	cmd        *exec.Cmd
-	log        string
-	metricsURL string
+	cmd *exec.Cmd
+	log string
 	// exited is closed when the process ends; err is then its Wait error.
 	exited chan struct{}
 	err    error
@@ -51,9 +66,11 @@ type controller struct {
 // startController installs the Sync CRD (as `converge install` does:
 // the controller's Sync watch ends the process when it is not served
 // within controller-runtime's cache sync timeout) and runs
-// converge-controller as a process against env with its defaults, except --webhook=false (no Service fronts a webhook
-// server here, so the hco-webhook, VM validation and MAC pool are not
-// served) and loopback ports; it returns once /readyz answers 200.
+// converge-controller as a process against env with its defaults,
+// except --webhook=false (no Service fronts a webhook server here, so the
+// hco-webhook, VM validation and MAC pool are not served), no virt-api,
+// receiver or metrics server, and its probes on a loopback port; it
+// returns once /readyz answers 200.
 func startController(b *testing.B, env *controlplane.Env, extra ...string) *controller {
 	exe := buildController(b)
 	installSyncCRD(b, env)
@@ -62,13 +79,12 @@ func startController(b *testing.B, env *controlplane.Env, extra ...string) *cont
 	if err := env.Kubeconfig(kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	probe, metrics := controlplane.FreePort(b), controlplane.FreePort(b)
+	probe := controlplane.FreePort(b)
 	args := append([]string{"--kubeconfig", kubeconfig, "--webhook=false", "--cache-dir", filepath.Join(dir, "cache"),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
+		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--receiver-bind-address", "0", "--virt-api=false"}, extra...)
-	c := &controller{cmd: exec.Command(exe, args...), log: filepath.Join(dir, "controller.log"),
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), exited: make(chan struct{})}
+	c := &controller{cmd: exec.Command(exe, args...), log: filepath.Join(dir, "controller.log"), exited: make(chan struct{})}
 	logs, err := os.Create(c.log)
 	if err != nil {
 		b.Fatal(err)

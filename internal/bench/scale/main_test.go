@@ -10,5 +10,9 @@ import (
 
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
-	os.Exit(m.Run())
+	code := m.Run()
+	if controllerExe.dir != "" {
+		_ = os.RemoveAll(controllerExe.dir)
+	}
+	os.Exit(code)
 }
