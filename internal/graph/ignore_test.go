@@ -52,7 +52,7 @@ func TestRenderCarriesGraphRules(t *testing.T) {
 		mode string
 		want [][]string
 	}{
-		{graph.ModeNative, [][]string{nil, {"hco"}, {"cdi", "cnao", "virt"}, {"hpp"}}},
+		{graph.ModeNative, [][]string{nil, {"hco"}, {"cdi", "cnao", "virt"}, {"hpp", "ssp"}}},
 		{graph.ModeExternal, [][]string{nil, {"hco"}, {"aaq", "cdi", "cnao", "filerestore", "migration", "virt"}, {"hpp", "ssp"}}},
 	} {
 		r, err := e.RenderWith(cfg, graph.Inputs{Operators: tc.mode})
