@@ -41,6 +41,8 @@ type Engine struct {
 	cueDigest [32]byte
 	// cache keeps the last derivations (renderCache).
 	cache *renderCache
+	// packages are the embedded packages built on first use (embedded).
+	packages map[EmbeddedPackage]cue.Value
 }
 
 // NewEngine loads and builds the embedded CUE module (schema and

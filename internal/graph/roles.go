@@ -21,7 +21,8 @@ type RoleInputs struct {
 	// converge-node image) is required.
 	Images map[string]string `json:"images"`
 	// Inputs, when not nil, are what the roles take from the cluster
-	// besides the CR (#RolesOf inputs; operand.Inputs reads them).
+	// besides the CR (#RolesOf inputs; operand.Inputs reads them). A value
+	// that is an EmbeddedPackage is that package's value.
 	Inputs map[string]any `json:"inputs,omitempty"`
 }
 
@@ -77,7 +78,24 @@ func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs
 		FillPath(cue.ParsePath("namespace"), in.Namespace).
 		FillPath(cue.ParsePath("images"), e.ctx.Encode(in.Images))
 	if in.Inputs != nil {
-		v = v.FillPath(cue.ParsePath("inputs"), e.ctx.Encode(in.Inputs))
+		data := make(map[string]any, len(in.Inputs))
+		var pkgs []string
+		for k, x := range in.Inputs {
+			if _, ok := x.(EmbeddedPackage); ok {
+				pkgs = append(pkgs, k)
+				continue
+			}
+			data[k] = x
+		}
+		v = v.FillPath(cue.ParsePath("inputs"), e.ctx.Encode(data))
+		sort.Strings(pkgs)
+		for _, k := range pkgs {
+			pv, err := e.embedded(in.Inputs[k].(EmbeddedPackage))
+			if err != nil {
+				return nil, fmt.Errorf("roles of %s: inputs.%s: %w", what, k, err)
+			}
+			v = v.FillPath(cue.MakePath(cue.Str("inputs"), cue.Str(k)), pv)
+		}
 	}
 	if err := v.LookupPath(cue.ParsePath("cr")).Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, crError(kind, err))

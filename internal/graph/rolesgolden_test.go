@@ -17,8 +17,10 @@ import (
 
 // TestRolesDerive runs the roles rules in testdata/roles/<kind>/*.txtar:
 // each case evaluates the roles of cr.yaml (its kind's #Roles) with
-// inputs.yaml ({namespace, images}; default namespace of the CR, else
-// converge-system, and node image ghcr.io/converge-dev/converge-node:dev)
+// inputs.yaml ({namespace, images, inputs}; default namespace of the CR,
+// else converge-system, and node image
+// ghcr.io/converge-dev/converge-node:dev; an input written
+// {embedded: <dir>} is graph.EmbeddedPackage(<dir>))
 // and checks want.yaml and absent.yaml as TestDerive does but for lists of
 // maps, compared element by element as maps (rolesDiff), refusals.txt
 // (each line contained in one refusal; without it there must be none)
@@ -64,6 +66,13 @@ func runRolesCase(t *testing.T, e *graph.Engine, path string) {
 	if data, ok := sections["inputs.yaml"]; ok {
 		if err := yaml.UnmarshalStrict(data, &in); err != nil {
 			t.Fatalf("inputs.yaml: %v", err)
+		}
+		for k, x := range in.Inputs {
+			if m, ok := x.(map[string]any); ok && len(m) == 1 {
+				if p, ok := m["embedded"].(string); ok {
+					in.Inputs[k] = graph.EmbeddedPackage(p)
+				}
+			}
 		}
 	}
 	r, err := e.Roles(cr.GetKind(), cr, in)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/operators/operand"
 )
 
@@ -39,7 +40,9 @@ const (
 //     that may not be served), each as metadata.name, labels and
 //     annotations and the Template's other fields (objects, parameters,
 //     message, labels), so that the roles keep older versions deprecated
-//     as ssp-operator does (deprecateOrDeleteOldTemplates).
+//     as ssp-operator does (deprecateOrDeleteOldTemplates);
+//   - commonTemplates, when it does: graph.CommonTemplatesPackage, the
+//     pinned bundle, which the engine builds only then.
 //
 // A discovery or list error fails the reconcile (retried with backoff).
 // The API appearing later is seen at the SSP's next reconcile; on
@@ -65,7 +68,7 @@ func Inputs(d discovery.DiscoveryInterface, api client.Reader) *operand.Inputs {
 				templates = append(templates, templateInput(t))
 			}
 		}
-		return map[string]any{"templateAPI": true, "templates": templates}, nil
+		return map[string]any{"templateAPI": true, "templates": templates, "commonTemplates": graph.CommonTemplatesPackage}, nil
 	}}
 }
 

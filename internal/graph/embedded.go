@@ -1,0 +1,51 @@
+package graph
+
+import (
+	"fmt"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/load"
+
+	"github.com/converge-dev/converge"
+)
+
+// EmbeddedPackage names a CUE package of converge's embedded CUE module by
+// its directory from the module root ("components/ssp/commontemplates").
+// As a value in RoleInputs.Inputs it stands for that package's value:
+// Roles loads and builds the package on first use, keeps it for the
+// engine's life and fills it in at inputs.<key>. Large data only some
+// clusters need lives in such a package, which components does not
+// import, so that NewEngine does not pay for it everywhere.
+type EmbeddedPackage string
+
+// CommonTemplatesPackage is ssp-operator's pinned common-templates bundle
+// (components/ssp/commontemplates: Version, Bundle), the SSP roles'
+// inputs.commonTemplates where the Template API is served. Built, it holds
+// about 15 MiB and takes about 0.4 s of CPU, which every engine paid while
+// it was part of package ssp.
+const CommonTemplatesPackage EmbeddedPackage = "components/ssp/commontemplates"
+
+// embedded gives the value of package p, loading and building it on first
+// use. The caller holds the engine's lock. An error names the package: a
+// directory that holds no CUE package, or CUE that does not build.
+func (e *Engine) embedded(p EmbeddedPackage) (cue.Value, error) {
+	if v, ok := e.packages[p]; ok {
+		return v, nil
+	}
+	insts := load.Instances([]string{"./" + string(p)}, &load.Config{FS: converge.CUE, Dir: "/"})
+	if len(insts) != 1 {
+		return cue.Value{}, fmt.Errorf("embedded CUE %s: %d packages, want 1", p, len(insts))
+	}
+	if err := insts[0].Err; err != nil {
+		return cue.Value{}, fmt.Errorf("loading embedded CUE %s: %w", p, err)
+	}
+	v := e.ctx.BuildInstance(insts[0])
+	if err := v.Err(); err != nil {
+		return cue.Value{}, fmt.Errorf("building embedded CUE %s: %w", p, Format(err))
+	}
+	if e.packages == nil {
+		e.packages = map[EmbeddedPackage]cue.Value{}
+	}
+	e.packages[p] = v
+	return v, nil
+}
