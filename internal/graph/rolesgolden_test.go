@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
+	"github.com/converge-dev/converge/internal/testing/rolestest"
 )
 
 // TestRolesDerive runs the roles rules in testdata/roles/<kind>/*.txtar:
@@ -20,7 +21,7 @@ import (
 // inputs.yaml ({namespace, images, inputs}; default namespace of the CR,
 // else converge-system, and node image
 // ghcr.io/converge-dev/converge-node:dev; an input written
-// {embedded: <dir>} is graph.EmbeddedPackage(<dir>))
+// {embedded: <dir>} is graph.EmbeddedPackage(<dir>): rolestest.EmbeddedInputs)
 // and checks want.yaml and absent.yaml as TestDerive does but for lists of
 // maps, compared element by element as maps (rolesDiff), refusals.txt
 // (each line contained in one refusal; without it there must be none)
@@ -67,13 +68,7 @@ func runRolesCase(t *testing.T, e *graph.Engine, path string) {
 		if err := yaml.UnmarshalStrict(data, &in); err != nil {
 			t.Fatalf("inputs.yaml: %v", err)
 		}
-		for k, x := range in.Inputs {
-			if m, ok := x.(map[string]any); ok && len(m) == 1 {
-				if p, ok := m["embedded"].(string); ok {
-					in.Inputs[k] = graph.EmbeddedPackage(p)
-				}
-			}
-		}
+		rolestest.EmbeddedInputs(in.Inputs)
 	}
 	r, err := e.Roles(cr.GetKind(), cr, in)
 	if wantErr, ok := sections["error.txt"]; ok {

@@ -34,8 +34,9 @@ const (
 
 // Run runs each archive dir/*.txtar as a subtest: it derives the roles of
 // the kind of cr.yaml from that CR with inputs.yaml (graph.RoleInputs:
-// namespace, images, inputs; by default the CR's namespace, else
-// DefaultNamespace, and DefaultNodeImage) and checks that
+// namespace, images, inputs, an input written {embedded: <dir>} standing
+// for that embedded package (EmbeddedInputs); by default the CR's
+// namespace, else DefaultNamespace, and DefaultNodeImage) and checks that
 //
 //   - every document of want.yaml has a derived object with the same
 //     apiVersion, kind and metadata.name whose fields include the
@@ -102,6 +103,7 @@ func runCase(t *testing.T, e *graph.Engine, path string) {
 		if err := yaml.UnmarshalStrict(data, &in); err != nil {
 			t.Fatalf("inputs.yaml: %v", err)
 		}
+		EmbeddedInputs(in.Inputs)
 	}
 	roles, err := e.Roles(cr.GetKind(), cr, in)
 	if wantErr, ok := sections["error.txt"]; ok {
@@ -276,4 +278,17 @@ func orRoot(p string) string {
 		return "."
 	}
 	return p
+}
+
+// EmbeddedInputs replaces, in inputs, every value written {embedded: <dir>}
+// by graph.EmbeddedPackage(<dir>), the package the engine fills in
+// (graph.CommonTemplatesPackage for the SSP's common templates).
+func EmbeddedInputs(inputs map[string]any) {
+	for k, x := range inputs {
+		if m, ok := x.(map[string]any); ok && len(m) == 1 {
+			if p, ok := m["embedded"].(string); ok {
+				inputs[k] = graph.EmbeddedPackage(p)
+			}
+		}
+	}
 }
