@@ -16,7 +16,8 @@ import (
 // converge-node of version demoVersion and their image archives into
 // bin/images/demo (a warm run rebuilds nothing: Go's build cache, and
 // archives whose inputs did not change are kept), starts the machine's
-// single-node cluster from the binaries of bin and imports both images,
+// single-node cluster from the binaries of bin and serves both images from
+// an OCI registry on the node address that containerd mirrors ghcr.io to,
 // printing each step as it goes and the timings after. It gives the
 // running Env; stop it with Env.Stop.
 func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
@@ -25,6 +26,7 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 	o.Version = demoVersion
 	o.Out = filepath.Join(bin, "images", demoVersion)
 	o.Progress = os.Stdout
+	o.Registry = true
 	note("binaries and image archives in %s (apart from the tests' bin/images/e2e); Debian packages cached in %s",
 		o.Out, filepath.Join(bin, "images", "apt"))
 	note("the first run builds everything (minutes); later runs reuse it")
@@ -39,12 +41,13 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 		return nil, fmt.Errorf("building converge or starting the local cluster: %w", err)
 	}
 	t := env.Cluster.Timings
-	note("Go builds %s, images %s (%s); cluster up in %s once it held the machine's lock (node Ready after %s), images imported in %s",
+	note("Go builds %s, images %s (%s); cluster up in %s once it held the machine's lock (node Ready after %s), images pushed to the registry in %s",
 		round(env.GoBuild), round(env.ImageBuild), imageState(env), round(t.DefaultServiceAccount), round(t.NodeReady), round(env.Import))
 	if wait := env.Start - t.DefaultServiceAccount; wait > time.Second {
 		note("(waited %s for the lock while another process used the cluster)", round(wait))
 	}
-	note("node %s at %s; apiserver %s", env.Cluster.NodeName, localcluster.NodeIP, env.Cluster.APIServerAddress)
+	note("node %s at %s; apiserver %s; converge's images served by an OCI registry at %s, which containerd mirrors %s to: the kubelet pulls them",
+		env.Cluster.NodeName, localcluster.NodeIP, env.Cluster.APIServerAddress, env.Registry.Endpoint, env.Registry.Mirrored)
 	return env, nil
 }
 

@@ -4,8 +4,9 @@
 // containerd and runc with apt when missing and root), builds the
 // converge CLI, converge-controller and converge-node of version "demo"
 // and their two images (internal/e2e/cluster, cached in bin/images/demo),
-// starts the local cluster (internal/testing/cluster), imports the
-// images, serves testdata/example from a Git repository on the node
+// starts the local cluster (internal/testing/cluster), serves the images
+// from an OCI registry on the node address that containerd mirrors
+// ghcr.io to (the kubelet pulls them), serves testdata/example from a Git repository on the node
 // address, and narrates with the real CLI: `converge install --sync-url`,
 // the health gates opening as the native operators' pods become ready,
 // each operand CR's Available condition, a committed change applied with

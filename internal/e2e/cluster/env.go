@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
+	"github.com/converge-dev/converge/internal/images"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 )
 
@@ -31,8 +32,12 @@ type Env struct {
 	// Clientset is a client-go clientset of the cluster (pod logs).
 	Clientset kubernetes.Interface
 	// Start is how long the cluster took to start (from holding its
-	// lock) and Import how long importing both images took.
+	// lock) and Import how long importing both images (or pushing them to
+	// Registry) took.
 	Start, Import time.Duration
+	// Registry serves the images when Options.Registry is set; nil
+	// otherwise.
+	Registry *ImageRegistry
 }
 
 // Check reports, wrapped in ErrCannotRun, what Start needs and does not
@@ -72,7 +77,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Cluster: c, Artifacts: a, Start: time.Since(start)}
-	if err := e.init(ctx); err != nil {
+	if err := e.init(ctx, o.Registry); err != nil {
 		if serr := c.Stop(); serr != nil {
 			err = fmt.Errorf("%w\n(and stopping the cluster: %v)", err, serr)
 		}
@@ -82,12 +87,22 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	return e, nil
 }
 
-// init imports the images and makes the clients.
-func (e *Env) init(ctx context.Context) error {
+// init imports the images, or serves them from a registry, and makes the
+// clients.
+func (e *Env) init(ctx context.Context, registry bool) error {
 	start := time.Now()
-	for _, a := range []string{e.Images.Controller.Path, e.Images.Node.Path} {
-		if err := e.Cluster.ImportImage(ctx, a); err != nil {
-			return fmt.Errorf("importing %s: %w", a, err)
+	archives := []images.Archive{e.Images.Controller, e.Images.Node}
+	if registry {
+		reg, err := serveImages(archives)
+		if err != nil {
+			return err
+		}
+		e.Registry = reg
+	} else {
+		for _, a := range archives {
+			if err := e.Cluster.ImportImage(ctx, a.Path); err != nil {
+				return fmt.Errorf("importing %s: %w", a.Path, err)
+			}
 		}
 	}
 	e.Import = time.Since(start)
@@ -106,7 +121,12 @@ func (e *Env) init(ctx context.Context) error {
 }
 
 // Stop stops the cluster (localcluster.Cluster.Stop).
-func (e *Env) Stop() error { return e.Cluster.Stop() }
+func (e *Env) Stop() error {
+	if e.Registry != nil {
+		e.Registry.Close()
+	}
+	return e.Cluster.Stop()
+}
 
 // Result is one run of the CLI.
 type Result struct {

@@ -32,6 +32,11 @@ type Options struct {
 	// Progress receives a line per step (builds, images, the cluster's
 	// start); nil discards them.
 	Progress io.Writer
+	// Registry, when set, serves both images from an OCI registry on the
+	// node address that containerd mirrors their registry host to, so the
+	// kubelet pulls them as from ghcr.io (serveImages); otherwise they are
+	// imported into containerd.
+	Registry bool
 }
 
 // DefaultOptions gives the options of the tests for the repository's bin

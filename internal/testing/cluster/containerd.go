@@ -21,6 +21,24 @@ var (
 	runcRoot         = filepath.Join(LockDir, "runc")
 )
 
+// RegistryHostsDir is containerd's registry host configuration
+// directory (CRI registry config_path: <host>/hosts.toml, read at each
+// pull; MirrorRegistry writes it).
+var RegistryHostsDir = filepath.Join(LockDir, "containerd-certs.d")
+
+// MirrorRegistry makes the CRI pull images of registry host (e.g.
+// "ghcr.io") from the plain-HTTP OCI registry at endpoint ("ip:port"), as
+// a registry mirror: the repository paths stay, the host changes
+// (containerd hosts.toml, capabilities pull and resolve).
+func MirrorRegistry(host, endpoint string) error {
+	dir := filepath.Join(RegistryHostsDir, host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "https://"+host, "http://"+endpoint)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(conf), 0o644)
+}
+
 // ContainerdAddress is the socket of the cluster's containerd (the CRI
 // endpoint of the kubelet, the address of `ctr --address`).
 var ContainerdAddress = containerdSocket
@@ -69,19 +87,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "{{.RuncRoot}}"
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "{{.RegistryHosts}}"
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "{{.CNIBin}}"
       conf_dir = "{{.CNIConf}}"
       max_conf_num = 1
 `))
 
-// writeContainerdConfig writes containerd's configuration to path.
+// writeContainerdConfig writes containerd's configuration to path and
+// empties RegistryHostsDir (a mirror of an earlier run names a registry
+// that is gone).
 func writeContainerdConfig(path, dir, cniBin, cniConf string) error {
+	if err := os.RemoveAll(RegistryHostsDir); err != nil {
+		return err
+	}
 	var b bytes.Buffer
 	if err := containerdConfig.Execute(&b, map[string]string{
 		"Root": filepath.Join(dir, "containerd"), "State": containerdState, "Socket": containerdSocket,
 		"Opt": filepath.Join(dir, "containerd-opt"), "PauseImage": PauseImage, "RuncRoot": runcRoot,
-		"CNIBin": cniBin, "CNIConf": cniConf,
+		"CNIBin": cniBin, "CNIConf": cniConf, "RegistryHosts": RegistryHostsDir,
 	}); err != nil {
 		return err
 	}
