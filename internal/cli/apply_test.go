@@ -51,8 +51,8 @@ func TestApplyDiff(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply exit %d:\n%s", code, out)
 	}
-	if n := rows(out, "created"); n != 32 {
-		t.Errorf("first apply created %d objects, want 32 (25 CRDs, Namespace, HyperConverged, PriorityClass, KubeVirt, CDI, NetworkAddonsConfig, HostPathProvisioner: no SSP on plain Kubernetes, and native mode derives no MigController or FileRestoreOperator)\n%s", n, out)
+	if n := rows(out, "created"); n != 33 {
+		t.Errorf("first apply created %d objects, want 33 (25 CRDs, Namespace, HyperConverged, PriorityClass, KubeVirt, CDI, NetworkAddonsConfig, HostPathProvisioner, SSP: native mode derives the SSP on plain Kubernetes too, and no MigController or FileRestoreOperator)\n%s", n, out)
 	}
 	if !strings.Contains(out, "Available          False") || !strings.Contains(out, "resource has no conditions") {
 		t.Errorf("apply output lacks the HC conditions:\n%s", out)
