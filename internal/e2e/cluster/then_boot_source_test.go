@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +24,8 @@ import (
 	"github.com/converge-dev/converge/internal/e2e/cluster"
 	localcluster "github.com/converge-dev/converge/internal/testing/cluster"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
+	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/internal/testing/guestimage"
-	"github.com/converge-dev/converge/operators/operand"
 	"github.com/converge-dev/converge/operators/ssp/templatevalidator"
 )
 
@@ -46,16 +44,15 @@ const (
 	templatesNS = "boot-source-templates"
 )
 
-// TestNativeSSP is issue 20 on the real cluster, through a native SSP
-// created as ssp-operator's users create one (the graph derives none on
-// plain Kubernetes, as HCO: the SSP is OpenShift's), whose roles
-// converge-controller's SSP operator runs:
+// TestNativeSSP is issue 20 on the real cluster, through the SSP the
+// graph derives from the example's HyperConverged (native mode derives it
+// on plain Kubernetes too) and converge-controller's SSP operator runs:
 //
-//   - boot source: a DataImportCron from the SSP's
-//     dataImportCronTemplates (the SSP role makes it in
-//     kubevirt-os-images) polls a registry on the node address over TLS
-//     (its CA in the template's certConfigMap) every 2 s; the import of
-//     the test guest's containerDisk in a pod (the cdi-importer node
+//   - boot source: a dataImportCronTemplate committed to the
+//     HyperConverged in Git becomes, through the SSP, a DataImportCron in
+//     kubevirt-os-images that polls a registry on the node address over
+//     TLS (its CA in the template's certConfigMap) every 2 s; the import
+//     of the test guest's containerDisk in a pod (the cdi-importer node
 //     agent) makes the DataSource Ready on it; an image of another digest
 //     pushed under the same tag is imported again and the DataSource
 //     moves to it, the first import is collected (importsToKeep 1), and a
@@ -67,37 +64,16 @@ const (
 //     it breaks is refused with SSP's message, one that keeps it is
 //     admitted.
 //
-// Deleting the SSP at the end removes what its roles made and the
-// template validator; converge-controller restarts without the role
-// (operand.ErrRoleGone), and the test waits for it and the Sync.
+// Reverting the commit at the end removes the DataImportCron, and with it
+// its DataSource and imports (CDI's cleanup under retentionPolicy None),
+// while the SSP stays Available.
 func TestNativeSSP(t *testing.T) {
 	vt := startVMTest(t, 25*time.Minute)
-	e, ctx, vc, guestDir := vt.e, vt.ctx, vt.vc, vt.guestDir
-	if err := vc.Get(ctx, client.ObjectKey{Name: osImagesNS}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("namespace %s exists before the SSP (%v): the SSP's prune would delete it", osImagesNS, err)
-	}
-	for _, n := range []string{bootVMNS, templatesNS} {
-		if err := vc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"converge-test": "native-ssp"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cr := nativeSSP()
-	restarts := controllerRestarts(t, ctx, e)
-	if err := vc.Create(ctx, cr); err != nil {
-		t.Fatalf("creating the SSP: %v", err)
-	}
-	defer removeNativeSSP(t, e, vc, cr, restarts)
-
+	e, ctx, vc, repo, guestDir := vt.e, vt.ctx, vt.vc, vt.repo, vt.guestDir
 	st := &step{t: t}
-	st.do("the SSP's roles are applied: namespace "+osImagesNS+", the template validator registered", 3*time.Minute, func() (bool, string) {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(cr.GroupVersionKind())
-		if err := vc.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
-			return false, err.Error()
-		}
-		avail := condition(got, "Available")
-		if !strings.HasPrefix(avail, "True") {
-			return false, "SSP Available " + avail + "; Degraded " + condition(got, "Degraded")
+	st.do("the graph's SSP is Available with its roles: namespace "+osImagesNS+", the template validator registered", 3*time.Minute, func() (bool, string) {
+		if avail, ok := sspAvailable(ctx, vc); !ok {
+			return false, avail
 		}
 		if err := vc.Get(ctx, client.ObjectKey{Name: osImagesNS}, &corev1.Namespace{}); err != nil {
 			return false, err.Error()
@@ -105,37 +81,12 @@ func TestNativeSSP(t *testing.T) {
 		err := vc.Get(ctx, client.ObjectKey{Name: templatevalidator.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 		return err == nil, fmt.Sprint(err)
 	})
-
-	t.Run("boot source", func(t *testing.T) { testBootSource(t, ctx, e, vc, cr, guestDir) })
-	t.Run("template validator", func(t *testing.T) { testTemplateValidator(t, ctx, vc) })
-}
-
-// nativeSSP is the SSP, marked native, with no dataImportCronTemplates
-// yet and its common templates' namespace templatesNS.
-func nativeSSP() *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "ssp.kubevirt.io/v1beta3", "kind": "SSP",
-		"metadata": map[string]any{"name": sspName, "namespace": hcNamespace,
-			"annotations": map[string]any{operand.NativeAnnotation: operand.Native}},
-		"spec": map[string]any{"templateValidator": map[string]any{"replicas": int64(1)},
-			"commonTemplates": map[string]any{"namespace": templatesNS}},
-	}}
-}
-
-// condition gives u's condition typ as "Status Reason: message", "" when
-// it has none.
-func condition(u *unstructured.Unstructured, typ string) string {
-	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, x := range raw {
-		if m, ok := x.(map[string]any); ok && m["type"] == typ {
-			return fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+	for _, n := range []string{bootVMNS, templatesNS} {
+		if err := vc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"converge-test": "native-ssp"}}}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return ""
-}
 
-// testBootSource is TestNativeSSP's boot source (see there).
-func testBootSource(t *testing.T, ctx context.Context, e *cluster.Env, vc client.Client, cr *unstructured.Unstructured, guestDir string) {
 	// Two images of the guest disk under one tag: the same disk, the
 	// kernel command line's "quiet" replaced by a token of each, so the
 	// kernel prints its command line, token included, at boot.
@@ -151,21 +102,92 @@ func testBootSource(t *testing.T, ctx context.Context, e *cluster.Env, vc client
 		t.Fatal(err)
 	}
 
-	// The boot source, as a user adds one to the SSP.
-	cron := map[string]any{"metadata": map[string]any{"name": bootCron},
-		"spec": map[string]any{"managedDataSource": bootDS, "schedule": "@every 2s",
-			"garbageCollect": "Outdated", "importsToKeep": int64(1), "retentionPolicy": "None",
-			"template": map[string]any{"spec": map[string]any{
-				"source": map[string]any{"registry": map[string]any{"url": "docker://" + ref, "certConfigMap": bootCA}},
-				"storage": map[string]any{"storageClassName": storageClass,
-					"resources": map[string]any{"requests": map[string]any{"storage": "64Mi"}}}}}}}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"commonTemplates": map[string]any{"dataImportCronTemplates": []any{cron}}}})
+	// The boot source, as a user adds one to the HyperConverged, with the
+	// common templates' namespace the test's (the Template API stands in
+	// later; HCO's default, openshift, does not exist here).
+	edit := bootSourceHC(ref)
+	commit(t, ctx, e, repo, "a boot source", map[string]string{hcFile: hcWith(t, repo, edit)})
+	defer revertBootSource(t, e, vc, repo, edit)
+
+	t.Run("boot source", func(t *testing.T) { testBootSource(t, ctx, vc, reg, digestA, imgB, tokA, tokB) })
+	t.Run("template validator", func(t *testing.T) { testTemplateValidator(t, ctx, vc) })
+}
+
+// bootSourceAnchor is the example HyperConverged's line bootSourceHC's
+// fields follow.
+const bootSourceAnchor = "  enableCommonBootImageImport: false\n"
+
+// bootSourceHC gives the HyperConverged (v1beta1) lines TestNativeSSP
+// adds after bootSourceAnchor: commonTemplatesNamespace templatesNS and
+// a dataImportCronTemplate polling ref every 2 s, keeping one import.
+func bootSourceHC(ref string) string {
+	return bootSourceAnchor + `  commonTemplatesNamespace: ` + templatesNS + `
+  dataImportCronTemplates:
+  - metadata:
+      name: ` + bootCron + `
+    spec:
+      managedDataSource: ` + bootDS + `
+      schedule: "@every 2s"
+      garbageCollect: Outdated
+      importsToKeep: 1
+      retentionPolicy: None
+      template:
+        spec:
+          source:
+            registry:
+              url: docker://` + ref + `
+              certConfigMap: ` + bootCA + `
+          storage:
+            storageClassName: ` + storageClass + `
+            resources:
+              requests:
+                storage: 64Mi
+`
+}
+
+// hcWith gives the config repository's HyperConverged with
+// bootSourceAnchor replaced by edit.
+func hcWith(t *testing.T, repo *gitserver.Repo, edit string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repo.Dir, hcFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := vc.Patch(ctx, cr, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		t.Fatalf("adding the dataImportCronTemplate to the SSP: %v", err)
+	if !bytes.Contains(b, []byte(bootSourceAnchor)) {
+		t.Fatalf("%s lacks %q", hcFile, bootSourceAnchor)
 	}
+	return strings.Replace(string(b), bootSourceAnchor, edit, 1)
+}
+
+// sspAvailable gives the graph's SSP's Available condition and whether it
+// is True.
+func sspAvailable(ctx context.Context, vc client.Client) (string, bool) {
+	got := &unstructured.Unstructured{}
+	got.SetAPIVersion("ssp.kubevirt.io/v1beta3")
+	got.SetKind("SSP")
+	if err := vc.Get(ctx, client.ObjectKey{Namespace: hcNamespace, Name: sspName}, got); err != nil {
+		return err.Error(), false
+	}
+	avail := condition(got, "Available")
+	return "SSP Available " + avail + "; Degraded " + condition(got, "Degraded"), strings.HasPrefix(avail, "True")
+}
+
+// condition gives u's condition typ as "Status Reason: message", "" when
+// it has none.
+func condition(u *unstructured.Unstructured, typ string) string {
+	raw, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, x := range raw {
+		if m, ok := x.(map[string]any); ok && m["type"] == typ {
+			return fmt.Sprintf("%v %v: %v", m["status"], m["reason"], m["message"])
+		}
+	}
+	return ""
+}
+
+// testBootSource is TestNativeSSP's boot source (see there): the cron
+// committed polls reg, which holds imgA (digestA, kernel token tokA);
+// imgB (tokB) is pushed under the same tag later.
+func testBootSource(t *testing.T, ctx context.Context, vc client.Client, reg *guestimage.Registry, digestA v1.Hash, imgB v1.Image, tokA, tokB string) {
 	st := &step{t: t}
 	start := time.Now()
 	ds := &cdiv1.DataSource{}
@@ -177,6 +199,7 @@ func testBootSource(t *testing.T, ctx context.Context, e *cluster.Env, vc client
 	if err := vc.Get(ctx, client.ObjectKey{Namespace: osImagesNS, Name: importName(digestA)}, dv); err != nil {
 		t.Fatal(err)
 	}
+	ref := reg.Addr + "/" + bootRepo + ":" + bootTag
 	if want := "docker://" + strings.TrimSuffix(ref, ":"+bootTag) + "@" + digestA.String(); dv.Spec.Source == nil || dv.Spec.Source.Registry == nil ||
 		dv.Spec.Source.Registry.URL == nil || *dv.Spec.Source.Registry.URL != want {
 		t.Errorf("the import's source %+v, want registry URL %s pinned to the digest", dv.Spec.Source, want)
@@ -327,58 +350,18 @@ func templatedVM(name, memory string) *kubevirtv1.VirtualMachine {
 	}
 }
 
-// controllerRestarts gives the converge-controller container's restart
-// count.
-func controllerRestarts(t *testing.T, ctx context.Context, e *cluster.Env) int32 {
-	t.Helper()
-	p, err := controllerPod(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == "manager" {
-			return cs.RestartCount
-		}
-	}
-	t.Fatalf("no manager container: %s", describePod(p))
-	return 0
-}
-
-// removeNativeSSP deletes the test's VMs and the SSP and waits until its
-// roles are gone (the golden images namespace, the template validator's
-// configuration), converge-controller has restarted without the role and
-// is ready, and the Sync is Ready again; then deletes the Template CRD
-// and the test's namespaces and waits until they are gone.
-func removeNativeSSP(t *testing.T, e *cluster.Env, vc client.Client, cr *unstructured.Unstructured, restarts int32) {
+// revertBootSource deletes the test's VMs and the Template CRD, commits
+// the HyperConverged back (edit replaced by bootSourceAnchor) and waits
+// until the Sync is Ready on it, the SSP Available, and the
+// DataImportCron, its DataSource and imports are gone; then deletes the
+// CA ConfigMap and the test's namespaces and waits until they are gone.
+// The Template CRD goes first: with it served, the SSP's common
+// templates would go to HCO's default namespace, openshift, which does
+// not exist here.
+func revertBootSource(t *testing.T, e *cluster.Env, vc client.Client, repo *gitserver.Repo, edit string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	_ = vc.DeleteAllOf(ctx, &kubevirtv1.VirtualMachine{}, client.InNamespace(bootVMNS))
-	if err := vc.Delete(ctx, cr); err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("cleanup: deleting the SSP: %v", err)
-	}
-	st := &step{t: t, prefix: "cleanup "}
-	st.do("the SSP and its roles are gone", 5*time.Minute, func() (bool, string) {
-		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(cr.GroupVersionKind())
-		errSSP := vc.Get(ctx, client.ObjectKeyFromObject(cr), got)
-		errNS := vc.Get(ctx, client.ObjectKey{Name: osImagesNS}, &corev1.Namespace{})
-		errVWC := vc.Get(ctx, client.ObjectKey{Name: templatevalidator.ConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
-		return apierrors.IsNotFound(errSSP) && apierrors.IsNotFound(errNS) && apierrors.IsNotFound(errVWC),
-			fmt.Sprintf("SSP: %v (finalizers %v); namespace %s: %v; %s: %v", errSSP, got.GetFinalizers(), osImagesNS, errNS, templatevalidator.ConfigurationName, errVWC)
-	})
-	st.do("converge-controller restarted without the template validator and is ready", 3*time.Minute, func() (bool, string) {
-		p, err := controllerPod(ctx, e)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == "manager" && cs.RestartCount > restarts && podReady(p) {
-				return true, ""
-			}
-		}
-		return false, describePod(p)
-	})
-	waitSyncReady(t, ctx, e)
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
@@ -386,20 +369,58 @@ func removeNativeSSP(t *testing.T, e *cluster.Env, vc client.Client, cr *unstruc
 	if err := vc.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("cleanup: deleting the Template CRD: %v", err)
 	}
+	st := &step{t: t, prefix: "cleanup "}
+	st.do("the Template CRD is gone", 3*time.Minute, func() (bool, string) {
+		err := vc.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy())
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	b, err := os.ReadFile(filepath.Join(repo.Dir, hcFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, ctx, e, repo, "no boot source", map[string]string{hcFile: strings.Replace(string(b), edit, bootSourceAnchor, 1)})
+	waitSyncReady(t, ctx, e)
+	st.do("the SSP is Available; the DataImportCron, its DataSource and imports are gone", 3*time.Minute, func() (bool, string) {
+		if avail, ok := sspAvailable(ctx, vc); !ok {
+			return false, avail
+		}
+		var left []string
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: osImagesNS, Name: bootCron}, &cdiv1.DataImportCron{}); !apierrors.IsNotFound(err) {
+			left = append(left, fmt.Sprintf("DataImportCron: %v", err))
+		}
+		if err := vc.Get(ctx, client.ObjectKey{Namespace: osImagesNS, Name: bootDS}, &cdiv1.DataSource{}); !apierrors.IsNotFound(err) {
+			left = append(left, fmt.Sprintf("DataSource: %v", err))
+		}
+		dvs := &cdiv1.DataVolumeList{}
+		if err := vc.List(ctx, dvs, client.InNamespace(osImagesNS)); err != nil {
+			left = append(left, err.Error())
+		}
+		for _, dv := range dvs.Items {
+			left = append(left, "DataVolume "+dv.Name)
+		}
+		pvcs := &corev1.PersistentVolumeClaimList{}
+		if err := vc.List(ctx, pvcs, client.InNamespace(osImagesNS)); err != nil {
+			left = append(left, err.Error())
+		}
+		for _, pvc := range pvcs.Items {
+			left = append(left, "PVC "+pvc.Name)
+		}
+		return len(left) == 0, strings.Join(left, "; ")
+	})
+	if err := vc.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: osImagesNS, Name: bootCA}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("cleanup: deleting ConfigMap %s: %v", bootCA, err)
+	}
 	for _, n := range []string{bootVMNS, templatesNS} {
 		if err := vc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("cleanup: deleting namespace %s: %v", n, err)
 		}
 	}
-	st.do("the test's namespaces and the Template CRD are gone", 4*time.Minute, func() (bool, string) {
+	st.do("the test's namespaces are gone", 4*time.Minute, func() (bool, string) {
 		var left []string
 		for _, n := range []string{bootVMNS, templatesNS} {
 			if err := vc.Get(ctx, client.ObjectKey{Name: n}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 				left = append(left, fmt.Sprintf("namespace %s: %v", n, err))
 			}
-		}
-		if err := vc.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); !apierrors.IsNotFound(err) {
-			left = append(left, fmt.Sprintf("CRD: %v", err))
 		}
 		return len(left) == 0, strings.Join(left, "; ")
 	})
