@@ -339,6 +339,20 @@ func TestSync(t *testing.T) {
 
 	t.Run("native operators: Sync Ready, every operand CR Available", func(t *testing.T) {
 		waitSyncReady(t, ctx, e)
+		// Native mode derives the SSP on plain Kubernetes too, a later
+		// stage than the first reconcile's (it depends on virt and cdi).
+		s, err := getSync(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ssp := hcNamespace + "_ssp-" + hcName + "_ssp.kubevirt.io_SSP"
+		found := false
+		for _, en := range s.Status.Inventory.Entries {
+			found = found || (en.ID == ssp && en.Component == "ssp")
+		}
+		if !found {
+			t.Errorf("no inventory entry %s of component ssp", ssp)
+		}
 	})
 
 	t.Run("CDI's upload API and upload proxy serve once the CDI is native", func(t *testing.T) {
