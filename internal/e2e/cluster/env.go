@@ -83,7 +83,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		}
 		return nil, err
 	}
-	fmt.Fprintf(writerOrDiscard(o.Progress), "e2e: cluster up in %s, images imported in %s\n", e.Start.Round(time.Millisecond), e.Import.Round(time.Millisecond))
+	how := "imported into containerd"
+	if e.Registry != nil {
+		how = "pushed to the registry " + e.Registry.Endpoint + " mirroring " + e.Registry.Mirrored
+	}
+	fmt.Fprintf(writerOrDiscard(o.Progress), "e2e: cluster up in %s, images %s in %s\n", e.Start.Round(time.Millisecond), how, e.Import.Round(time.Millisecond))
 	return e, nil
 }
 

@@ -40,12 +40,14 @@ type Options struct {
 }
 
 // DefaultOptions gives the options of the tests for the repository's bin
-// directory bin: TestVersion, Out bin/images/e2e, LockWait 20 minutes.
+// directory bin: TestVersion, Out bin/images/e2e, LockWait 20 minutes,
+// Registry on (the kubelet pulls the images, as users' clusters do).
 func DefaultOptions(bin string) Options {
 	return Options{
 		Version:  TestVersion,
 		Bin:      bin,
 		Out:      filepath.Join(bin, "images", "e2e"),
 		LockWait: 20 * time.Minute,
+		Registry: true,
 	}
 }

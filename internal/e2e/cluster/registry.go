@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -26,6 +27,33 @@ type ImageRegistry struct {
 	// Mirrored is the registry host containerd pulls from it (ghcr.io).
 	Mirrored string
 	srv      *httptest.Server
+
+	mu    sync.Mutex
+	pulls map[string]int // repository → manifest GETs
+}
+
+// Pulls gives how many times the manifest of repository (its path, e.g.
+// "converge-dev/converge-controller") was fetched with GET, the request
+// that starts a pull (the push's are PUTs and HEADs).
+func (r *ImageRegistry) Pulls(repository string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pulls[repository]
+}
+
+// count is the registry's handler wrapped to count manifest GETs by
+// repository (/v2/<repository>/manifests/<reference>).
+func (r *ImageRegistry) count(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet {
+			if repo, _, ok := strings.Cut(strings.TrimPrefix(req.URL.Path, "/v2/"), "/manifests/"); ok && strings.HasPrefix(req.URL.Path, "/v2/") {
+				r.mu.Lock()
+				r.pulls[repo]++
+				r.mu.Unlock()
+			}
+		}
+		h.ServeHTTP(w, req)
+	})
 }
 
 // Close stops the registry.
@@ -42,10 +70,10 @@ func serveImages(archives []images.Archive) (*ImageRegistry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image registry: %w", err)
 	}
-	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	srv.Listener = l
-	srv.Start()
-	r := &ImageRegistry{Endpoint: l.Addr().String(), srv: srv}
+	r := &ImageRegistry{Endpoint: l.Addr().String(), pulls: map[string]int{}}
+	r.srv = httptest.NewUnstartedServer(r.count(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
+	r.srv.Listener = l
+	r.srv.Start()
 	for _, a := range archives {
 		ref, err := name.ParseReference(a.Reference)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -335,6 +336,22 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		noErrorLogged(t, log)
+	})
+
+	t.Run("the kubelet pulled converge's images through the registry mirror", func(t *testing.T) {
+		if e.Registry == nil {
+			t.Fatal("the shared cluster imports its images: no registry to pull from")
+		}
+		for _, ref := range []string{e.Images.Controller.Reference, e.Images.Node.Reference} {
+			r, err := name.ParseReference(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := e.Registry.Pulls(r.Context().RepositoryStr()); n == 0 {
+				t.Errorf("%s: no manifest GET of %s on the registry %s: the kubelet did not pull it through the %s mirror",
+					ref, r.Context().RepositoryStr(), e.Registry.Endpoint, e.Registry.Mirrored)
+			}
+		}
 	})
 
 	t.Run("native operators: Sync Ready, every operand CR Available", func(t *testing.T) {
