@@ -62,6 +62,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/pojntfx/go-nbd v0.3.2 // indirect
 	golang.org/x/image v0.30.0 // indirect
 )
 

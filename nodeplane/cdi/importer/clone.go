@@ -85,7 +85,7 @@ func Clone(ctx context.Context, src string, dst Target, opts Options) (Result, e
 	if opts.Resize && dst.SizeBytes > final {
 		final = dst.SizeBytes
 	}
-	if err := place(out, final, dst.Path); err != nil {
+	if err := place(out, final, dst.Path, false); err != nil {
 		return fail(ReasonWriteFailed, true, "%w", err)
 	}
 	placed = true

@@ -20,6 +20,17 @@
 // Target.Path. On any error the temporary files are removed and Target.Path
 // is left as it was.
 //
+// A qcow2 body of known length is converted while it downloads, as CDI
+// streams it through nbdkit into qemu-img (pkg/image/nbdkit.go): the
+// temporary file is exported read-only over NBD on a private Unix socket
+// (github.com/pojntfx/go-nbd), each read waiting until the download has
+// written its bytes, and qemu-img info, the checks and qemu-img convert
+// run on that export. The output is used only once the download has
+// completed in a single attempt and its checksum matched; after a retry,
+// or any failure of the streamed steps, info, checks and convert run again
+// on the complete file. qemu-img convert flushes its output, so a
+// converted image of the final size is renamed without another fsync.
+//
 // ImportRegistry runs the same steps on the disk of a containerDisk image
 // (CDI's pkg/importer/registry-datasource.go): pulled with
 // go-containerregistry (nodeplane/containerdisk, shared with the VM

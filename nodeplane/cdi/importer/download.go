@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 )
@@ -40,7 +39,7 @@ func httpClient(src Source) (*http.Client, error) {
 // fetch downloads src.URL into f (truncated before each attempt), retrying
 // retryable failures with backoff. sum, if set, is reset and fed per attempt.
 // limit > 0 bounds the body size (ReasonTooBig beyond it).
-func fetch(ctx context.Context, client *http.Client, src Source, f *os.File, sum *checksum, limit int64, opts Options, rep *reporter) (download, error) {
+func fetch(ctx context.Context, client *http.Client, src Source, f *spool, sum *checksum, limit int64, opts Options, rep *reporter) (download, error) {
 	return withRetries(ctx, src.URL, opts, func() (download, *Error) {
 		return fetchOnce(ctx, client, src, f, sum, limit, opts, rep)
 	})
@@ -81,7 +80,7 @@ func withRetries(ctx context.Context, label string, opts Options, once func() (d
 }
 
 // fetchOnce is one attempt.
-func fetchOnce(ctx context.Context, client *http.Client, src Source, f *os.File, sum *checksum, limit int64, opts Options, rep *reporter) (download, *Error) {
+func fetchOnce(ctx context.Context, client *http.Client, src Source, f *spool, sum *checksum, limit int64, opts Options, rep *reporter) (download, *Error) {
 	actx := ctx
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -130,7 +129,7 @@ func fetchOnce(ctx context.Context, client *http.Client, src Source, f *os.File,
 // (ReasonNotAnImage), a body over limit (> 0; ReasonTooBig) and a body of
 // another length than total; readErr classifies read errors of body.
 // label names the source in errors.
-func copyBody(label string, body io.Reader, total int64, ctype string, f *os.File, sum *checksum, limit int64, rep *reporter, readErr func(err error, during string) *Error) (download, *Error) {
+func copyBody(label string, body io.Reader, total int64, ctype string, f *spool, sum *checksum, limit int64, rep *reporter, readErr func(err error, during string) *Error) (download, *Error) {
 	tooBig := func(what string) *Error {
 		return newError(label, ReasonTooBig, false, "%s: more than %d bytes, the most an image for this volume can take; a larger PVC is required", what, limit)
 	}
@@ -152,6 +151,7 @@ func copyBody(label string, body io.Reader, total int64, ctype string, f *os.Fil
 		return download{}, newError(label, ReasonNotAnImage, false, "body is a %s document (Content-Type %q), expected a disk image (raw, qcow2, ...)", ct, ctype)
 	}
 	convert := bytes.HasPrefix(head, qcow2Magic)
+	f.begin(total, convert)
 	weight := 99.0
 	if convert {
 		weight = 50

@@ -29,7 +29,7 @@ func Import(ctx context.Context, src Source, dst Target, opts Options) (Result, 
 	if cerr != nil {
 		return Result{}, newError(src.URL, ReasonInvalidInput, false, "%w", cerr)
 	}
-	return importInto(ctx, src.URL, sum, dst, opts, func(f *os.File, limit int64, rep *reporter) (download, error) {
+	return importInto(ctx, src.URL, sum, dst, opts, func(f *spool, limit int64, rep *reporter) (download, error) {
 		return fetch(ctx, client, src, f, sum, limit, opts, rep)
 	})
 }
@@ -46,7 +46,7 @@ func Import(ctx context.Context, src Source, dst Target, opts Options) (Result, 
 // *Error values whose URL is "stream to <dst.Path>"; ctx ends the read.
 func ImportReader(ctx context.Context, r io.Reader, size int64, dst Target, opts Options) (Result, error) {
 	label := "stream to " + dst.Path
-	return importInto(ctx, label, nil, dst, opts, func(f *os.File, limit int64, rep *reporter) (download, error) {
+	return importInto(ctx, label, nil, dst, opts, func(f *spool, limit int64, rep *reporter) (download, error) {
 		readErr := func(err error, during string) *Error {
 			if ctx.Err() != nil {
 				return newError(label, ReasonCanceled, false, "%s: %w", during, ctx.Err())
@@ -79,7 +79,15 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 // image into a temporary file next to dst.Path (limit > 0 bounds it), then
 // checksum (sum, optional), qemu-img info, checks, conversion and
 // placement. label names the source in errors.
-func importInto(ctx context.Context, label string, sum *checksum, dst Target, opts Options, fill func(f *os.File, limit int64, rep *reporter) (download, error)) (res Result, err error) {
+//
+// A qcow2 body of known length is converted while it downloads: qemu-img
+// info and convert read it over NBD from the temporary file, each read
+// waiting for its bytes (see spool, serveNBD). That result is used only
+// if the download then completes, in one attempt, and its checksum
+// matches; otherwise (a retry, or any failure of the streamed steps) info,
+// checks and conversion run again on the complete file, as for other
+// formats, so their errors name the downloaded file.
+func importInto(ctx context.Context, label string, sum *checksum, dst Target, opts Options, fill func(f *spool, limit int64, rep *reporter) (download, error)) (res Result, err error) {
 	fail := func(r Reason, retry bool, format string, args ...any) (Result, error) {
 		return Result{}, newError(label, r, retry, format, args...)
 	}
@@ -114,11 +122,55 @@ func importInto(ctx context.Context, label string, sum *checksum, dst Target, op
 			}
 		}
 	}()
+	// rawTemp makes an empty temporary file for the raw image.
+	rawTemp := func() (string, error) {
+		raw, rerr := os.CreateTemp(dir, "."+base+".raw-*")
+		if rerr != nil {
+			return "", fmt.Errorf("temporary file in %s: %w", dir, rerr)
+		}
+		temps = append(temps, raw.Name())
+		if cerr := raw.Chmod(0o660); cerr != nil {
+			raw.Close()
+			return "", fmt.Errorf("chmod %s: %w", raw.Name(), cerr)
+		}
+		return raw.Name(), raw.Close()
+	}
+	convertPercent := func(bytes int64) func(float64) {
+		start := rep.percent()
+		if start < 50 {
+			start = 50
+		}
+		return func(p float64) { rep.update(bytes, bytes, start+(99-start)*p/100, false) }
+	}
 
-	d, ferr := fill(dl, bodyLimit(dst.SizeBytes), rep)
+	sp := newSpool(dl)
+	type filled struct {
+		d   download
+		err error
+	}
+	fillDone := make(chan filled, 1)
+	go func() {
+		d, ferr := fill(sp, bodyLimit(dst.SizeBytes), rep)
+		sp.end(ferr)
+		fillDone <- filled{d, ferr}
+	}()
+	var fr filled
+	var streamed *streamResult
+	select {
+	case <-sp.start:
+		if sp.qcow2 && sp.total > 0 {
+			streamed = convertStreamed(ctx, opts.QemuImg, sp, dst.SizeBytes, rawTemp, convertPercent(sp.total))
+		}
+		fr = <-fillDone
+		if streamed != nil && streamed.export != nil {
+			streamed.export.Close()
+		}
+	case fr = <-fillDone:
+	}
+	d := fr.d
 	res.Attempts = d.attempts
-	if ferr != nil {
-		return res, ferr
+	if fr.err != nil {
+		return res, fr.err
 	}
 	res.DownloadedBytes = d.bytes
 	if sum != nil {
@@ -128,45 +180,42 @@ func importInto(ctx context.Context, label string, sum *checksum, dst Target, op
 		res.Checksum = sum.String()
 	}
 
-	info, ierr := qemuInfo(ctx, opts.QemuImg, dl.Name())
-	if ierr != nil {
-		return res, newError(label, ReasonNotAnImage, false, "qemu-img cannot read the %d downloaded bytes: %w", d.bytes, ierr)
+	var info imageInfo
+	rawPath := ""
+	if streamed != nil && streamed.err == nil && !sp.stale() {
+		info, rawPath = streamed.info, streamed.raw
+	} else {
+		var ierr error
+		if info, ierr = qemuInfo(ctx, opts.QemuImg, dl.Name()); ierr != nil {
+			return res, newError(label, ReasonNotAnImage, false, "qemu-img cannot read the %d downloaded bytes: %w", d.bytes, ierr)
+		}
+		if cerr := checkInfo(info, dst); cerr != nil {
+			return res, newError(label, cerr.reason, false, "%s", cerr.msg)
+		}
+		if info.Format != "raw" {
+			name, rerr := rawTemp()
+			if rerr != nil {
+				return res, newError(label, ReasonWriteFailed, true, "%w", rerr)
+			}
+			if cerr := qemuConvertRaw(ctx, opts.QemuImg, info.Format, dl.Name(), name, convertPercent(d.bytes)); cerr != nil {
+				if ctx.Err() != nil {
+					return res, newError(label, ReasonCanceled, false, "%w", ctx.Err())
+				}
+				return res, newError(label, ReasonWriteFailed, true, "%w", cerr)
+			}
+			rawPath = name
+		}
 	}
 	res.Format, res.VirtualSize = info.Format, info.VirtualSize
-	if info.BackingFilename != "" {
-		return res, newError(label, ReasonNotAnImage, false, "%s image has backing file %q; expected a self-contained image", info.Format, info.BackingFilename)
-	}
-	if _, ok := info.FormatSpecific.Data["data-file"]; ok {
-		return res, newError(label, ReasonNotAnImage, false, "%s image has an external data file; expected a self-contained image", info.Format)
-	}
-	if dst.SizeBytes > 0 && info.VirtualSize > dst.SizeBytes {
-		return res, newError(label, ReasonTooBig, false, "virtual image size %d is larger than the volume size %d of %s; a larger PVC is required", info.VirtualSize, dst.SizeBytes, dst.Path)
-	}
 
 	out := dl
-	if info.Format != "raw" {
-		raw, rerr := os.CreateTemp(dir, "."+base+".raw-*")
-		if rerr != nil {
-			return res, newError(label, ReasonWriteFailed, true, "temporary file in %s: %w", dir, rerr)
-		}
-		temps = append(temps, raw.Name())
-		raw.Close()
-		start := rep.percent()
-		if start < 50 {
-			start = 50
-		}
-		onPercent := func(p float64) { rep.update(d.bytes, d.bytes, start+(99-start)*p/100, false) }
-		if cerr := qemuConvertRaw(ctx, opts.QemuImg, info.Format, dl.Name(), raw.Name(), onPercent); cerr != nil {
-			if ctx.Err() != nil {
-				return res, newError(label, ReasonCanceled, false, "%w", ctx.Err())
-			}
-			return res, newError(label, ReasonWriteFailed, true, "%w", cerr)
-		}
+	if rawPath != "" {
 		dl.Close()
 		dl = nil
 		os.Remove(temps[0])
 		temps = temps[1:]
-		if out, rerr = os.OpenFile(raw.Name(), os.O_RDWR, 0); rerr != nil {
+		var rerr error
+		if out, rerr = os.OpenFile(rawPath, os.O_RDWR, 0); rerr != nil {
 			return res, newError(label, ReasonWriteFailed, true, "%w", rerr)
 		}
 		defer out.Close()
@@ -175,7 +224,10 @@ func importInto(ctx context.Context, label string, sum *checksum, dst Target, op
 	if opts.Resize && dst.SizeBytes > size {
 		size = dst.SizeBytes
 	}
-	if perr := place(out, size, dst.Path); perr != nil {
+	// qemu-img convert -t writeback ends with fdatasync of its output, so
+	// a converted image of the final size needs no second one.
+	flushed := rawPath != "" && size == info.VirtualSize
+	if perr := place(out, size, dst.Path, flushed); perr != nil {
 		return res, newError(label, ReasonWriteFailed, true, "%w", perr)
 	}
 	temps = nil
@@ -184,17 +236,78 @@ func importInto(ctx context.Context, label string, sum *checksum, dst Target, op
 	return res, nil
 }
 
+// infoRefusal is why checkInfo refuses an image.
+type infoRefusal struct {
+	reason Reason
+	msg    string
+}
+
+// checkInfo refuses an image with a backing file or an external data file
+// (either would let the image read host files) or a virtual size larger
+// than dst.SizeBytes (> 0).
+func checkInfo(info imageInfo, dst Target) *infoRefusal {
+	if info.BackingFilename != "" {
+		return &infoRefusal{ReasonNotAnImage, fmt.Sprintf("%s image has backing file %q; expected a self-contained image", info.Format, info.BackingFilename)}
+	}
+	if _, ok := info.FormatSpecific.Data["data-file"]; ok {
+		return &infoRefusal{ReasonNotAnImage, fmt.Sprintf("%s image has an external data file; expected a self-contained image", info.Format)}
+	}
+	if dst.SizeBytes > 0 && info.VirtualSize > dst.SizeBytes {
+		return &infoRefusal{ReasonTooBig, fmt.Sprintf("virtual image size %d is larger than the volume size %d of %s; a larger PVC is required", info.VirtualSize, dst.SizeBytes, dst.Path)}
+	}
+	return nil
+}
+
+// streamResult is the outcome of convertStreamed.
+type streamResult struct {
+	export *nbdExport // to Close once the fill is over
+	info   imageInfo
+	raw    string // the converted raw temporary
+	err    error
+}
+
+// convertStreamed runs qemu-img info, checkInfo and qemu-img convert on a
+// qcow2 spool while it is still being written, reading it through an NBD
+// export of its sp.total bytes; rawTemp gives the output file.
+func convertStreamed(ctx context.Context, bin string, sp *spool, volumeSize int64, rawTemp func() (string, error), onPercent func(float64)) *streamResult {
+	exp, err := serveNBD(sp, sp.total)
+	if err != nil {
+		return &streamResult{err: err}
+	}
+	r := &streamResult{export: exp}
+	if r.info, r.err = qemuInfo(ctx, bin, exp.URI); r.err != nil {
+		return r
+	}
+	if r.info.Format != "qcow2" {
+		r.err = fmt.Errorf("streamed image is %s, expected qcow2", r.info.Format)
+		return r
+	}
+	if ref := checkInfo(r.info, Target{SizeBytes: volumeSize}); ref != nil {
+		r.err = errors.New(ref.msg)
+		return r
+	}
+	if r.raw, r.err = rawTemp(); r.err != nil {
+		return r
+	}
+	r.err = qemuConvertRaw(ctx, bin, r.info.Format, exp.URI, r.raw, onPercent)
+	return r
+}
+
 // place sets f's length to size (holes), fsyncs it, renames it to path and
-// fsyncs the directory.
-func place(f *os.File, size int64, path string) error {
-	if err := f.Truncate(size); err != nil {
-		return fmt.Errorf("resize %s to %d bytes: %w", f.Name(), size, err)
-	}
-	if err := f.Chmod(0o660); err != nil {
-		return fmt.Errorf("chmod %s: %w", f.Name(), err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", f.Name(), err)
+// fsyncs the directory. flushed says f already has length size, mode 0660
+// and its data on disk (qemu-img convert flushed it): then only the rename
+// and the directory fsync remain.
+func place(f *os.File, size int64, path string, flushed bool) error {
+	if !flushed {
+		if err := f.Truncate(size); err != nil {
+			return fmt.Errorf("resize %s to %d bytes: %w", f.Name(), size, err)
+		}
+		if err := f.Chmod(0o660); err != nil {
+			return fmt.Errorf("chmod %s: %w", f.Name(), err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", f.Name(), err)
+		}
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", f.Name(), path, err)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -72,7 +71,7 @@ func ImportRegistry(ctx context.Context, src RegistrySource, dst Target, opts Op
 	if err != nil {
 		return Result{}, newError(src.URL, ReasonInvalidInput, false, "%w", err)
 	}
-	return importInto(ctx, src.URL, nil, dst, opts, func(f *os.File, limit int64, rep *reporter) (download, error) {
+	return importInto(ctx, src.URL, nil, dst, opts, func(f *spool, limit int64, rep *reporter) (download, error) {
 		return withRetries(ctx, src.URL, opts, func() (download, *Error) {
 			actx := ctx
 			if opts.Timeout > 0 {
@@ -87,7 +86,7 @@ func ImportRegistry(ctx context.Context, src RegistrySource, dst Target, opts Op
 
 // pullDisk is one attempt: resolve the image, then copy its disk into f
 // (truncated first). actx bounds the attempt, ctx is the caller's.
-func pullDisk(ctx, actx context.Context, src RegistrySource, u datavolume.RegistryURL, tr http.RoundTripper, f *os.File, limit int64, rep *reporter) (download, *Error) {
+func pullDisk(ctx, actx context.Context, src RegistrySource, u datavolume.RegistryURL, tr http.RoundTripper, f *spool, limit int64, rep *reporter) (download, *Error) {
 	classify := func(err error, during string) *Error { return classifyPull(ctx, actx, src.URL, err, during) }
 	if err := f.Truncate(0); err != nil {
 		return download{}, newError(src.URL, ReasonWriteFailed, true, "truncate %s: %w", f.Name(), err)

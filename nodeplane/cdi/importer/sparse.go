@@ -1,9 +1,6 @@
 package importer
 
-import (
-	"bytes"
-	"os"
-)
+import "bytes"
 
 // sparseBlock is the hole granularity: a 4 KiB block of zeros is skipped,
 // like qemu-img convert -S 4k.
@@ -13,10 +10,17 @@ var zeroBlock [sparseBlock]byte
 
 // sparseWriter writes a stream sequentially into an empty file, leaving
 // blocks (aligned to the absolute offset) that are all zeros as holes.
-// finish sets the file length, so a trailing hole counts.
+// finish sets the file length, so a trailing hole counts. If f is a
+// *spool, it learns after each Write how far the stream has come.
 type sparseWriter struct {
-	f   *os.File
+	f   sparseFile
 	off int64
+}
+
+// sparseFile is what sparseWriter writes to (*os.File, *spool).
+type sparseFile interface {
+	WriteAt(p []byte, off int64) (int, error)
+	Truncate(size int64) error
 }
 
 func (w *sparseWriter) Write(p []byte) (int, error) {
@@ -47,6 +51,9 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	w.off += int64(len(p))
+	if s, ok := w.f.(*spool); ok {
+		s.written(w.off)
+	}
 	return len(p), nil
 }
 
