@@ -69,7 +69,8 @@ type controller struct {
 // converge-controller as a process against env with its defaults,
 // except --webhook=false (no Service fronts a webhook server here, so the
 // hco-webhook, VM validation and MAC pool are not served), no virt-api,
-// receiver or metrics server, and its probes on a loopback port; it
+// receiver or metrics server, and its probes on a loopback port
+// (CONVERGE_SCALE_PPROF=host:port serves its pprof endpoints there); it
 // returns once /readyz answers 200.
 func startController(b *testing.B, env *controlplane.Env, extra ...string) *controller {
 	exe := buildController(b)
@@ -84,6 +85,11 @@ func startController(b *testing.B, env *controlplane.Env, extra ...string) *cont
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
 		"--receiver-bind-address", "0", "--virt-api=false"}, extra...)
+	if addr := os.Getenv("CONVERGE_SCALE_PPROF"); addr != "" {
+		// to profile the controller during a size: go tool pprof
+		// http://<addr>/debug/pprof/profile?seconds=30
+		args = append(args, "--pprof-bind-address", addr)
+	}
 	c := &controller{cmd: exec.Command(exe, args...), log: filepath.Join(dir, "controller.log"), exited: make(chan struct{})}
 	logs, err := os.Create(c.log)
 	if err != nil {

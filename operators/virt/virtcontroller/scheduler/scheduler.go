@@ -87,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, nodes, client.MatchingLabels{v1alpha1.AgentLabel: "true"}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing nodes labelled %s=true: %w", v1alpha1.AgentLabel, err)
 	}
-	placed, err := r.placed(ctx)
+	placed, err := r.placed(ctx, ratios)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -128,13 +128,15 @@ func Pending(vmi *kubevirtv1.VirtualMachineInstance) bool {
 }
 
 // placed gives the requests of the VMIs bound to nodes that have not
-// ended, from the cache plus the assumed bindings it does not show yet.
+// ended, counted with ratios (read once per decision: Options.Ratios may
+// read the KubeVirt CR), from the cache plus the assumed bindings it does
+// not show yet.
 // A bound VMI's bridge requests come from its NetworkAttachmentDefinitions;
 // when one cannot be read (deleted after the binding, or an API error),
 // the requests last read for that VMI are counted instead, and when there
 // are none (the controller restarted since) the error is returned: no
 // decision is made on a count that may be short of a bridge in use.
-func (r *Reconciler) placed(ctx context.Context) ([]Placed, error) {
+func (r *Reconciler) placed(ctx context.Context, ratios Ratios) ([]Placed, error) {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing VirtualMachineInstances: %w", err)
@@ -165,7 +167,7 @@ func (r *Reconciler) placed(ctx context.Context) ([]Placed, error) {
 		// Counted with the ratios in force now (KubeVirt fixes a VMI's
 		// requests when its pod is created; converge, without pods,
 		// recounts).
-		out = append(out, Placed{Node: v.Status.NodeName, Requests: RequestsWith(v, extra, r.Options.ratios())})
+		out = append(out, Placed{Node: v.Status.NodeName, Requests: RequestsWith(v, extra, ratios)})
 	}
 	// An assumed VMI was in the cache when it was bound (Reconcile read
 	// it there), and the cache only loses an object once it is deleted:
