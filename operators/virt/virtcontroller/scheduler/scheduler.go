@@ -138,7 +138,9 @@ func Pending(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // decision is made on a count that may be short of a bridge in use.
 func (r *Reconciler) placed(ctx context.Context, ratios Ratios) ([]Placed, error) {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	// Read-only: the cache's own objects, not copies (a copy of every VMI
+	// per decision was 12% of converge-controller's CPU at 500 VMs).
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing VirtualMachineInstances: %w", err)
 	}
 	var out []Placed
