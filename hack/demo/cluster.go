@@ -25,8 +25,7 @@ func startCluster(ctx context.Context, bin string) (*cluster.Env, error) {
 	o := cluster.DefaultOptions(bin)
 	o.Version = demoVersion
 	o.Out = filepath.Join(bin, "images", demoVersion)
-	o.Progress = os.Stdout
-	o.Registry = true
+	o.Progress = os.Stdout // DefaultOptions serves the images from a registry: the kubelet pulls them
 	note("binaries and image archives in %s (apart from the tests' bin/images/e2e); Debian packages cached in %s",
 		o.Out, filepath.Join(bin, "images", "apt"))
 	note("the first run builds everything (minutes); later runs reuse it")

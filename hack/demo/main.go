@@ -123,7 +123,7 @@ func run(ctx context.Context) (err error) {
 	if wait := d.env.Start - d.env.Cluster.Timings.DefaultServiceAccount; wait > time.Second {
 		d.record("waiting for the machine's cluster lock", wait)
 	}
-	d.record("image import", d.env.Import)
+	d.record("images pushed to the registry the kubelet pulls from", d.env.Import)
 	removePool := poolCleanup()
 	defer func() {
 		if err != nil && ctx.Err() == nil {

@@ -32,8 +32,8 @@ type Env struct {
 	// Clientset is a client-go clientset of the cluster (pod logs).
 	Clientset kubernetes.Interface
 	// Start is how long the cluster took to start (from holding its
-	// lock) and Import how long importing both images (or pushing them to
-	// Registry) took.
+	// lock) and Import how long pushing both images to Registry (or,
+	// without Options.Registry, importing them into containerd) took.
 	Start, Import time.Duration
 	// Registry serves the images when Options.Registry is set; nil
 	// otherwise.
