@@ -106,7 +106,8 @@ func TestNativeSSP(t *testing.T) {
 	// common templates' namespace the test's (the Template API stands in
 	// later; HCO's default, openshift, does not exist here).
 	edit := bootSourceHC(ref)
-	commit(t, ctx, e, repo, "a boot source", map[string]string{hcFile: hcWith(t, repo, edit)})
+	repo.Replace(t, "a boot source", hcFile, bootSourceAnchor, edit)
+	requestReconcile(t, ctx, e, "a boot source")
 	defer revertBootSource(t, e, vc, repo, edit)
 
 	t.Run("boot source", func(t *testing.T) { testBootSource(t, ctx, vc, reg, digestA, imgB, tokA, tokB) })
@@ -143,20 +144,6 @@ func bootSourceHC(ref string) string {
               requests:
                 storage: 64Mi
 `
-}
-
-// hcWith gives the config repository's HyperConverged with
-// bootSourceAnchor replaced by edit.
-func hcWith(t *testing.T, repo *gitserver.Repo, edit string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repo.Dir, hcFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte(bootSourceAnchor)) {
-		t.Fatalf("%s lacks %q", hcFile, bootSourceAnchor)
-	}
-	return strings.Replace(string(b), bootSourceAnchor, edit, 1)
 }
 
 // sspAvailable gives the graph's SSP's Available condition and whether it
@@ -374,11 +361,8 @@ func revertBootSource(t *testing.T, e *cluster.Env, vc client.Client, repo *gits
 		err := vc.Get(ctx, client.ObjectKeyFromObject(crd), crd.DeepCopy())
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	b, err := os.ReadFile(filepath.Join(repo.Dir, hcFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit(t, ctx, e, repo, "no boot source", map[string]string{hcFile: strings.Replace(string(b), edit, bootSourceAnchor, 1)})
+	repo.Replace(t, "no boot source", hcFile, edit, bootSourceAnchor)
+	requestReconcile(t, ctx, e, "no boot source")
 	waitSyncReady(t, ctx, e)
 	st.do("the SSP is Available; the DataImportCron, its DataSource and imports are gone", 3*time.Minute, func() (bool, string) {
 		if avail, ok := sspAvailable(ctx, vc); !ok {

@@ -355,12 +355,19 @@ func syncApplied(ctx context.Context, e *cluster.Env, sha string) func() (bool, 
 func commit(t *testing.T, ctx context.Context, e *cluster.Env, repo *gitserver.Repo, msg string, files map[string]string) string {
 	t.Helper()
 	sha := repo.Commit(t, msg, files)
+	requestReconcile(t, ctx, e, msg)
+	return sha
+}
+
+// requestReconcile asks the Sync to reconcile now, after commit msg,
+// without waiting for the result.
+func requestReconcile(t *testing.T, ctx context.Context, e *cluster.Env, msg string) {
+	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ReconcileRequestAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
 	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: syncName}}
 	if err := e.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("after committing %q: requesting a reconcile of Sync %s/%s: %v", msg, controllerNS, syncName, err)
 	}
-	return sha
 }
 
 // agentLibvirtURI is the URI of the libvirtd the VM agent's pod runs on
