@@ -38,6 +38,13 @@ func (e *Engine) deriveFast(hc, hppDoc cue.Value, facts map[string]any) (*Render
 		return nil, err
 	}
 	inputs := []any{"v1", v1, "facts", fd}
+	tasks, err := e.tektonTasks(fv)
+	if err != nil {
+		return nil, err
+	}
+	if tasks != nil {
+		inputs = append(inputs, "tektonTasks", tasks)
+	}
 	if hppDoc.Exists() {
 		hpp, err := e.validate(hppDoc, "#HostPathProvisioner")
 		if err != nil {

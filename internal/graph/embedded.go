@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/load"
+	cuejson "cuelang.org/go/encoding/json"
 
 	"github.com/converge-dev/converge"
 )
@@ -24,6 +26,38 @@ type EmbeddedPackage string
 // about 15 MiB and takes about 0.4 s of CPU, which every engine paid while
 // it was part of package ssp.
 const CommonTemplatesPackage EmbeddedPackage = "components/ssp/commontemplates"
+
+// TektonTasksPackage is the pinned KubeVirt Tekton tasks
+// (components/ssp/tektontasks: Releases, Tasks), the graph's tektonTasks
+// where the target serves tekton.dev/v1 Task (the tektonPipelines fact).
+const TektonTasksPackage EmbeddedPackage = "components/ssp/tektontasks"
+
+// tektonTasks gives the graph's tektonTasks input for the validated facts
+// fv: nil when fv.tektonPipelines is false, else the Tasks of
+// TektonTasksPackage as plain data (see data), built on first use and
+// kept as JSON, from which each render compiles it again. The caller
+// holds the engine's lock.
+func (e *Engine) tektonTasks(fv cue.Value) (ast.Expr, error) {
+	if on, err := fv.LookupPath(cue.ParsePath("tektonPipelines")).Bool(); err != nil || !on {
+		return nil, nil
+	}
+	if e.tektonJSON == nil {
+		v, err := e.embedded(TektonTasksPackage)
+		if err != nil {
+			return nil, err
+		}
+		b, err := v.LookupPath(cue.ParsePath("Tasks")).MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("embedded CUE %s: %w", TektonTasksPackage, Format(err))
+		}
+		e.tektonJSON = b
+	}
+	expr, err := cuejson.Extract("", e.tektonJSON)
+	if err != nil {
+		return nil, Format(err)
+	}
+	return expr, nil
+}
 
 // embedded gives the value of package p, loading and building it on first
 // use. The caller holds the engine's lock. An error names the package: a

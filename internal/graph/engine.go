@@ -43,6 +43,8 @@ type Engine struct {
 	cache *renderCache
 	// packages are the embedded packages built on first use (embedded).
 	packages map[EmbeddedPackage]cue.Value
+	// tektonJSON is TektonTasksPackage's Tasks as JSON (tektonTasks).
+	tektonJSON []byte
 }
 
 // NewEngine loads and builds the embedded CUE module (schema and

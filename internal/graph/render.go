@@ -234,6 +234,13 @@ func (e *Engine) deriveGraph(hc, hppDoc cue.Value, facts map[string]any) (*Rende
 		return nil, err
 	}
 	g = g.FillPath(cue.ParsePath("facts"), fv)
+	tasks, err := e.tektonTasks(fv)
+	if err != nil {
+		return nil, err
+	}
+	if tasks != nil {
+		g = g.FillPath(cue.ParsePath("tektonTasks"), e.ctx.BuildExpr(tasks))
+	}
 	if hppDoc.Exists() {
 		hpp, err := e.validate(hppDoc, "#HostPathProvisioner")
 		if err != nil {

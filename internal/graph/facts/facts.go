@@ -20,8 +20,9 @@ import (
 
 // Load reads a facts file (YAML or JSON with #ClusterFacts' field names:
 // platform, controlPlaneNodes, workerNodes, controlPlaneArchitectures,
-// workloadArchitectures, apiServerTLSSecurityProfile). An empty path gives
-// nil (the schema defaults). Validation happens in the graph.
+// workloadArchitectures, apiServerTLSSecurityProfile, baseDomain,
+// tektonPipelines). An empty path gives nil (the schema defaults).
+// Validation happens in the graph.
 func Load(path string) (map[string]any, error) {
 	if path == "" {
 		return nil, nil
@@ -37,6 +38,10 @@ func Load(path string) (map[string]any, error) {
 	return m, nil
 }
 
+// TektonTask is the kind whose being served makes the tektonPipelines
+// fact true.
+var TektonTask = schema.GroupVersionKind{Group: "tekton.dev", Version: "v1", Kind: "Task"}
+
 var controlPlaneLabels = []string{
 	"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node-role.kubevirt.io/control-plane",
 }
@@ -45,7 +50,8 @@ var controlPlaneLabels = []string{
 // with a control-plane or master role label is a control-plane node,
 // every other node a worker), their kubernetes.io/arch labels, and
 // whether the OpenShift config API (config.openshift.io APIServer) is
-// served, in which case its cluster TLS profile is taken too.
+// served, in which case its cluster TLS profile is taken too, and whether
+// Tekton's tekton.dev/v1 Task is (tektonPipelines).
 func Discover(ctx context.Context, c client.Reader, mapper meta.RESTMapper) (map[string]any, error) {
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes); err != nil {
@@ -73,6 +79,9 @@ func Discover(ctx context.Context, c client.Reader, mapper meta.RESTMapper) (map
 	}
 	if a := keys(wArch); len(a) > 0 {
 		f["workloadArchitectures"] = a
+	}
+	if _, err := mapper.RESTMapping(TektonTask.GroupKind(), TektonTask.Version); err == nil {
+		f["tektonPipelines"] = true
 	}
 	apiServer := schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "APIServer"}
 	if _, err := mapper.RESTMapping(apiServer.GroupKind(), apiServer.Version); err == nil {
