@@ -31,6 +31,11 @@ import (
 //     deleted by a sync that happens to run then.
 //   - An object annotated or labelled converge.dev/prune=disabled is not
 //     deleted and is dropped from the inventory (left to the cluster).
+//   - An entry whose kind the cluster no longer serves went with its
+//     CustomResourceDefinition (the API server deletes a CRD's objects
+//     with it, as when Tekton is uninstalled under the tasks): it is
+//     recorded as deleted and dropped from the inventory. fluxcd/pkg/ssa's
+//     Delete fails on it, and the sync would fail on every run.
 //   - An object whose delete fails stays in next, so a later sync
 //     retries it; the error names it first.
 //   - A Namespace is deleted last, after the objects of the same prune,
@@ -198,6 +203,9 @@ func (p *Pipeline) deleteOne(ctx context.Context, u *unstructured.Unstructured, 
 	opts.Inclusions = owner
 	opts.Exclusions = map[string]string{PruneAnnotation: Disabled}
 	entry, err := p.Manager.Delete(ctx, u, opts)
+	if meta.IsNoMatchError(err) && entry != nil {
+		entry.Action, err = ssa.DeletedAction, nil
+	}
 	if entry != nil {
 		cs.Add(*entry)
 	}
