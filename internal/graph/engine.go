@@ -41,6 +41,8 @@ type Engine struct {
 	cueDigest [32]byte
 	// cache keeps the last derivations (renderCache).
 	cache *renderCache
+	// roles keeps the last role derivations (Roles, rolesKey).
+	roles *lru[*Roles]
 	// packages are the embedded packages built on first use (embedded).
 	packages map[EmbeddedPackage]cue.Value
 	// tektonJSON is TektonTasksPackage's Tasks as JSON (tektonTasks).
@@ -67,7 +69,8 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("reading embedded CUE: %w", err)
 	}
 	e := &Engine{sem: make(chan struct{}, 1), ctx: ctx, schema: vals[0], graph: vals[1],
-		cueDigest: digest, cache: newRenderCache(DefaultRenderCacheSize)}
+		cueDigest: digest, cache: newRenderCache(DefaultRenderCacheSize),
+		roles: newLRU(DefaultRolesCacheSize, (*Roles).clone)}
 	e.normalized = e.graph.LookupPath(cue.MakePath(cue.Def("#Normalized")))
 	e.derivation = e.graph.LookupPath(cue.MakePath(cue.Def("#Derivation")))
 	return e, nil

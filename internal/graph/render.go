@@ -194,7 +194,7 @@ func (e *Engine) render(ctx context.Context, cfg *config.Config, in Inputs) (*Re
 func (e *Engine) derive(hc, hppDoc cue.Value, facts map[string]any) (*Rendered, error) {
 	key, cacheable := renderKey(e.cueDigest, hc, hppDoc, facts)
 	if cacheable {
-		if r := e.cache.get(key); r != nil {
+		if r, ok := e.cache.get(key); ok {
 			return r, nil
 		}
 	}

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"sync"
 
 	"cuelang.org/go/cue"
 )
@@ -34,54 +32,11 @@ func (e *Engine) SetRenderCacheSize(n int) {
 // gives: the nodes, unordered, and the rest of the graph's output, without
 // the CRDs and the workloads) by renderKey. It keeps and gives copies: a
 // caller may change what it gets. Safe for concurrent use.
-type renderCache struct {
-	mu      sync.Mutex
-	size    int
-	order   *list.List // of *cacheEntry, most recent first
-	entries map[[32]byte]*list.Element
-}
-
-type cacheEntry struct {
-	key [32]byte
-	r   *Rendered
-}
+type renderCache = lru[*Rendered]
 
 // newRenderCache gives a cache of size entries; 0 keeps nothing.
 func newRenderCache(size int) *renderCache {
-	return &renderCache{size: size, order: list.New(), entries: map[[32]byte]*list.Element{}}
-}
-
-// get gives a copy of the derivation cached under key, or nil.
-func (c *renderCache) get(key [32]byte) *Rendered {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[key]
-	if !ok {
-		return nil
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry).r.clone()
-}
-
-// put caches a copy of r under key, dropping the least recently used
-// entry beyond the cache's size.
-func (c *renderCache) put(key [32]byte, r *Rendered) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.size <= 0 {
-		return
-	}
-	if el, ok := c.entries[key]; ok {
-		el.Value.(*cacheEntry).r = r.clone()
-		c.order.MoveToFront(el)
-		return
-	}
-	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, r: r.clone()})
-	for c.order.Len() > c.size {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.entries, last.Value.(*cacheEntry).key)
-	}
+	return newLRU(size, (*Rendered).clone)
 }
 
 // clone copies what a derivation holds (not CRDs and Stages, which

@@ -60,18 +60,19 @@ func TestRenderCacheServesCopies(t *testing.T) {
 func TestRenderCacheEvicts(t *testing.T) {
 	c := newRenderCache(2)
 	r := &Rendered{Health: map[string]string{}, OwnedByHC: map[string]bool{}}
+	has := func(c *renderCache, k byte) bool { _, ok := c.get([32]byte{k}); return ok }
 	c.put([32]byte{1}, r)
 	c.put([32]byte{2}, r)
-	if c.get([32]byte{1}) == nil {
+	if !has(c, 1) {
 		t.Fatal("entry 1 missing")
 	}
 	c.put([32]byte{3}, r) // evicts 2, the least recently used
-	if c.get([32]byte{2}) != nil || c.get([32]byte{1}) == nil || c.get([32]byte{3}) == nil {
+	if has(c, 2) || !has(c, 1) || !has(c, 3) {
 		t.Fatal("want entries 1 and 3 kept, 2 evicted")
 	}
 	none := newRenderCache(0)
 	none.put([32]byte{1}, r)
-	if none.get([32]byte{1}) != nil {
+	if has(none, 1) {
 		t.Fatal("a cache of size 0 kept an entry")
 	}
 }

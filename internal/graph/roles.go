@@ -60,9 +60,27 @@ func (e *Engine) RoleKinds() []string {
 // to the definition, its status and managed fields are not. It gives the
 // objects ordered for apply and the refusals. An error names the kind,
 // the CR and the CUE path: a CR the definition cannot take (a field of the
-// wrong type) or a definition that does not evaluate.
+// wrong type) or a definition that does not evaluate. A derivation of the
+// same kind, CR (as the definition sees it), namespace, images and inputs
+// comes from the engine's cache (rolesKey), copied; errors are not cached.
 func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs) (*Roles, error) {
 	defer e.Lock()()
+	key, cacheable := rolesKey(e.cueDigest, kind, cr, in)
+	if cacheable {
+		if r, ok := e.roles.get(key); ok {
+			return r, nil
+		}
+	}
+	r, err := e.deriveRoles(kind, cr, in)
+	if err == nil && cacheable {
+		e.roles.put(key, r)
+	}
+	return r, err
+}
+
+// deriveRoles is Roles without the cache. The caller holds the engine's
+// lock.
+func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, in RoleInputs) (*Roles, error) {
 	def := e.graph.LookupPath(cue.MakePath(cue.Str("Roles"), cue.Str(kind)))
 	if !def.Exists() {
 		return nil, fmt.Errorf("no roles for kind %s (components/graph.cue Roles)", kind)
