@@ -59,7 +59,8 @@ func DefaultOptions() Options {
 // (also after the manager started: it starts at once): a Reconciler on the
 // manager's client (NetworkAttachmentDefinitions through its API reader)
 // for each VMI that is Pending or whose NodeNameLabel is stale, and for
-// every pending VMI again when a Node changes, a VMI ends or is deleted
+// every pending VMI again when a Node changes what a decision reads of it
+// (nodeChanges), a VMI ends or is deleted
 // (capacity freed), or a PVC, PersistentVolume, StorageClass or
 // DataVolume changes (volumes appearing, populated or bound). It decides one VMI at a time. The error names the
 // controller that could not be built.
@@ -75,7 +76,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return ok && (Pending(v) || (v.Status.NodeName != "" && StaleNodeLabel(v)))
 		}))).
 		// Capacity changes: nodes, and VMIs that ended or left.
-		Watches(&corev1.Node{}, pending).
+		Watches(&corev1.Node{}, pending, builder.WithPredicates(nodeChanges)).
 		// Volumes: claims appearing, populated or bound.
 		Watches(&corev1.PersistentVolumeClaim{}, pending).
 		Watches(&corev1.PersistentVolume{}, pending).
@@ -97,10 +98,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// pendingRequests lists the pending VMIs (from the cache).
+// pendingRequests lists the pending VMIs (from the cache, its own
+// objects: read only).
 func pendingRequests(ctx context.Context, c client.Client) []reconcile.Request {
 	list := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
