@@ -230,7 +230,9 @@ func importInto(ctx context.Context, label string, sum *checksum, dst Target, op
 	if perr := place(out, size, dst.Path, flushed); perr != nil {
 		return res, newError(label, ReasonWriteFailed, true, "%w", perr)
 	}
-	temps = nil
+	// The placed file is renamed away; the deferred removal drops the
+	// others (a streamed conversion's raw image discarded for the
+	// sequential one).
 	res.SizeBytes = size
 	rep.update(d.bytes, d.bytes, 100, true)
 	return res, nil

@@ -71,6 +71,37 @@ func TestImportStreamed(t *testing.T) {
 			},
 			want: f.raw, attempts: 2,
 		},
+		{
+			// The streamed conversion's raw image exists when the first
+			// attempt breaks: it is discarded for the sequential one and
+			// must not be left beside the target.
+			name: "download restarts after the streamed conversion began",
+			handler: func(dir string) http.HandlerFunc {
+				var hits atomic.Int32
+				return func(w http.ResponseWriter, r *http.Request) {
+					if hits.Add(1) == 1 {
+						body := f.qcow2
+						w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+						w.Write(body[:len(body)-4096])
+						w.(http.Flusher).Flush()
+						deadline := time.Now().Add(time.Minute)
+						for !rawTempExists(dir) && time.Now().Before(deadline) && r.Context().Err() == nil {
+							time.Sleep(5 * time.Millisecond)
+						}
+						if !rawTempExists(dir) {
+							streamedMissing.Store(true)
+						}
+						conn, _, err := w.(http.Hijacker).Hijack()
+						if err == nil {
+							conn.Close()
+						}
+						return
+					}
+					http.ServeContent(w, r, "disk.qcow2", time.Time{}, bytes.NewReader(f.qcow2))
+				}
+			},
+			want: f.raw, attempts: 2,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +130,11 @@ func TestImportStreamed(t *testing.T) {
 				t.Errorf("target: %d bytes sha256 %s, expected %d bytes sha256 %s", len(got), sha(got), len(tc.want), sha(tc.want))
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-				t.Errorf("directory holds %d entries, expected only disk.img", len(entries))
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("directory holds %v, expected only disk.img", names)
 			}
 		})
 	}
