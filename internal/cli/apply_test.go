@@ -7,33 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/testing/controlplane"
 )
 
 // TestApplyDiff drives `converge apply` and `converge diff` against a real
 // kube-apiserver through a kubeconfig, as a user would.
 func TestApplyDiff(t *testing.T) {
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "config")
-	if err := os.CopyFS(config, os.DirFS(filepath.Join("..", "..", "testdata", "example"))); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		code := cli.Run(append([]string{"--kubeconfig", kubeconfig}, args...), &out, &errb)
-		return out.String() + errb.String(), code
-	}
+	_, kubeconfig := cliEnv(t)
+	config := exampleConfig(t)
+	run := runner(kubeconfig)
 	rows := func(out, action string) int { return strings.Count(out, " "+action+"\n") }
 
 	// As kubectl diff: exit 1 with differences, 0 without, 2 on an error.

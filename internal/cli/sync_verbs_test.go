@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -93,16 +92,7 @@ func TestSyncVerbs(t *testing.T) {
 	if err != nil || !controlplane.Available(bin) {
 		t.Skip("kube-apiserver and etcd are not in bin/: run `make controlplane`")
 	}
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	env, kubeconfig := cliEnv(t)
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer

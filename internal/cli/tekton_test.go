@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,9 +16,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/crdtest"
 )
 
@@ -31,25 +28,9 @@ import (
 // grants there and nowhere else, and once Tekton is gone the next apply
 // prunes the tasks' RBAC and succeeds.
 func TestApplyTektonTasks(t *testing.T) {
-	env, err := controlplane.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := env.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "config")
-	if err := os.CopyFS(config, os.DirFS(filepath.Join("..", "..", "testdata", "example"))); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) (string, int) {
-		var out, errb bytes.Buffer
-		code := cli.Run(append([]string{"--kubeconfig", kubeconfig}, args...), &out, &errb)
-		return out.String() + errb.String(), code
-	}
+	env, kubeconfig := cliEnv(t)
+	config := exampleConfig(t)
+	run := runner(kubeconfig)
 	c, err := client.New(env.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -38,13 +38,7 @@ func TestImportStreamed(t *testing.T) {
 					// Hold the last 4 KiB until qemu-img convert made its
 					// output file; give up after a minute (the test then
 					// fails below, it does not hang).
-					deadline := time.Now().Add(time.Minute)
-					for !rawTempExists(dir) && time.Now().Before(deadline) && r.Context().Err() == nil {
-						time.Sleep(5 * time.Millisecond)
-					}
-					if !rawTempExists(dir) {
-						streamedMissing.Store(true)
-					}
+					awaitRawTemp(r, dir)
 					w.Write(body[tail:])
 				}
 			},
@@ -53,21 +47,11 @@ func TestImportStreamed(t *testing.T) {
 		{
 			name: "download restarts after half of another image",
 			handler: func(string) http.HandlerFunc {
-				var hits atomic.Int32
-				return func(w http.ResponseWriter, r *http.Request) {
-					if hits.Add(1) == 1 {
-						body := f.qioQcow2
-						w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-						w.Write(body[:len(body)/2])
-						w.(http.Flusher).Flush()
-						conn, _, err := w.(http.Hijacker).Hijack()
-						if err == nil {
-							conn.Close()
-						}
-						return
-					}
-					http.ServeContent(w, r, "disk.qcow2", time.Time{}, bytes.NewReader(f.qcow2))
-				}
+				return breakFirst(f.qcow2, func(w http.ResponseWriter, r *http.Request) {
+					body := f.qioQcow2
+					w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+					w.Write(body[:len(body)/2])
+				})
 			},
 			want: f.raw, attempts: 2,
 		},
@@ -77,28 +61,13 @@ func TestImportStreamed(t *testing.T) {
 			// must not be left beside the target.
 			name: "download restarts after the streamed conversion began",
 			handler: func(dir string) http.HandlerFunc {
-				var hits atomic.Int32
-				return func(w http.ResponseWriter, r *http.Request) {
-					if hits.Add(1) == 1 {
-						body := f.qcow2
-						w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-						w.Write(body[:len(body)-4096])
-						w.(http.Flusher).Flush()
-						deadline := time.Now().Add(time.Minute)
-						for !rawTempExists(dir) && time.Now().Before(deadline) && r.Context().Err() == nil {
-							time.Sleep(5 * time.Millisecond)
-						}
-						if !rawTempExists(dir) {
-							streamedMissing.Store(true)
-						}
-						conn, _, err := w.(http.Hijacker).Hijack()
-						if err == nil {
-							conn.Close()
-						}
-						return
-					}
-					http.ServeContent(w, r, "disk.qcow2", time.Time{}, bytes.NewReader(f.qcow2))
-				}
+				return breakFirst(f.qcow2, func(w http.ResponseWriter, r *http.Request) {
+					body := f.qcow2
+					w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+					w.Write(body[:len(body)-4096])
+					w.(http.Flusher).Flush()
+					awaitRawTemp(r, dir)
+				})
 			},
 			want: f.raw, attempts: 2,
 		},
@@ -153,4 +122,34 @@ func rawTempExists(dir string) bool {
 		}
 	}
 	return false
+}
+
+// awaitRawTemp waits, up to a minute or until r's client goes, for
+// qemu-img convert to make its ".disk.img.raw-*" output in dir; it sets
+// streamedMissing when none came.
+func awaitRawTemp(r *http.Request, dir string) {
+	deadline := time.Now().Add(time.Minute)
+	for !rawTempExists(dir) && time.Now().Before(deadline) && r.Context().Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !rawTempExists(dir) {
+		streamedMissing.Store(true)
+	}
+}
+
+// breakFirst serves the first request with first and then breaks the
+// connection (the importer retries), and every later one with body.
+func breakFirst(body []byte, first http.HandlerFunc) http.HandlerFunc {
+	var hits atomic.Int32
+	return func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) > 1 {
+			http.ServeContent(w, r, "disk.qcow2", time.Time{}, bytes.NewReader(body))
+			return
+		}
+		first(w, r)
+		w.(http.Flusher).Flush()
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}
 }
