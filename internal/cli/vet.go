@@ -84,5 +84,10 @@ func (g *globals) load(ctx context.Context, path string, derive bool) (*graph.Re
 	if err != nil {
 		return nil, err
 	}
+	if g.facts != "" {
+		if err := e.CheckFactsFile(g.facts); err != nil {
+			return nil, err
+		}
+	}
 	return e.RenderContext(ctx, cfg, graph.Inputs{Facts: f})
 }
