@@ -42,7 +42,9 @@ func (e *Engine) tektonTasks(fv cue.Value) (ast.Expr, error) {
 		return nil, nil
 	}
 	if e.tektonJSON == nil {
-		v, err := e.embedded(TektonTasksPackage)
+		// Built once and kept as JSON only: the built package is not
+		// cached (e.packages), its JSON is all a render needs.
+		v, err := e.loadEmbedded(TektonTasksPackage)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +68,20 @@ func (e *Engine) embedded(p EmbeddedPackage) (cue.Value, error) {
 	if v, ok := e.packages[p]; ok {
 		return v, nil
 	}
+	v, err := e.loadEmbedded(p)
+	if err != nil {
+		return cue.Value{}, err
+	}
+	if e.packages == nil {
+		e.packages = map[EmbeddedPackage]cue.Value{}
+	}
+	e.packages[p] = v
+	return v, nil
+}
+
+// loadEmbedded loads and builds package p, without keeping it. The
+// caller holds the engine's lock.
+func (e *Engine) loadEmbedded(p EmbeddedPackage) (cue.Value, error) {
 	insts := load.Instances([]string{"./" + string(p)}, &load.Config{FS: converge.CUE, Dir: "/"})
 	if len(insts) != 1 {
 		return cue.Value{}, fmt.Errorf("embedded CUE %s: %d packages, want 1", p, len(insts))
@@ -77,9 +93,5 @@ func (e *Engine) embedded(p EmbeddedPackage) (cue.Value, error) {
 	if err := v.Err(); err != nil {
 		return cue.Value{}, fmt.Errorf("building embedded CUE %s: %w", p, Format(err))
 	}
-	if e.packages == nil {
-		e.packages = map[EmbeddedPackage]cue.Value{}
-	}
-	e.packages[p] = v
 	return v, nil
 }

@@ -65,33 +65,34 @@ func (e *Engine) RoleKinds() []string {
 // comes from the engine's cache (rolesKey), copied; errors are not cached.
 func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs) (*Roles, error) {
 	defer e.Lock()()
-	key, cacheable := rolesKey(e.cueDigest, kind, cr, in)
+	// Through JSON text, so that a YAML-decoded 10 (a float64) is the CUE
+	// integer 10 that the definitions' int fields accept; the same text
+	// keys the cache.
+	b, err := json.Marshal(roleInput(cr))
+	if err != nil {
+		return nil, fmt.Errorf("roles of %s %s: %w", kind, crName(cr), err)
+	}
+	key, cacheable := rolesKey(e.cueDigest, kind, b, in)
 	if cacheable {
 		if r, ok := e.roles.get(key); ok {
 			return r, nil
 		}
 	}
-	r, err := e.deriveRoles(kind, cr, in)
+	r, err := e.deriveRoles(kind, cr, b, in)
 	if err == nil && cacheable {
 		e.roles.put(key, r)
 	}
 	return r, err
 }
 
-// deriveRoles is Roles without the cache. The caller holds the engine's
-// lock.
-func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, in RoleInputs) (*Roles, error) {
+// deriveRoles is Roles without the cache, for cr whose roleInput is the
+// JSON text b. The caller holds the engine's lock.
+func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, b []byte, in RoleInputs) (*Roles, error) {
 	def := e.graph.LookupPath(cue.MakePath(cue.Str("Roles"), cue.Str(kind)))
 	if !def.Exists() {
 		return nil, fmt.Errorf("no roles for kind %s (components/graph.cue Roles)", kind)
 	}
 	what := kind + " " + crName(cr)
-	// Through JSON text, so that a YAML-decoded 10 (a float64) is the CUE
-	// integer 10 that the definitions' int fields accept.
-	b, err := json.Marshal(roleInput(cr))
-	if err != nil {
-		return nil, fmt.Errorf("roles of %s: %w", what, err)
-	}
 	v := def.FillPath(cue.ParsePath("cr"), e.ctx.CompileBytes(b, cue.Filename(what))).
 		FillPath(cue.ParsePath("namespace"), in.Namespace).
 		FillPath(cue.ParsePath("images"), e.ctx.Encode(in.Images))

@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"slices"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // DefaultRolesCacheSize is how many role derivations an engine keeps: one
@@ -16,18 +14,19 @@ import (
 const DefaultRolesCacheSize = 16
 
 // rolesKey digests everything Roles reads besides the engine's CUE: the
-// kind, what the definition sees of the CR (roleInput), the namespace, the
+// kind, what the definition sees of the CR (cr: roleInput's JSON), the namespace, the
 // images and the inputs (an EmbeddedPackage by its name: the package is
 // part of the module). ok is false when a value does not marshal to JSON;
 // that derivation is not cached.
-func rolesKey(module [32]byte, kind string, cr *unstructured.Unstructured, in RoleInputs) (key [32]byte, ok bool) {
+func rolesKey(module [32]byte, kind string, cr []byte, in RoleInputs) (key [32]byte, ok bool) {
 	h := sha256.New()
 	h.Write(module[:])
 	writeBytes(h, 'k', []byte(kind))
+	writeBytes(h, 'c', cr)
 	for _, part := range []struct {
 		tag byte
 		v   any
-	}{{'c', roleInput(cr)}, {'n', in.Namespace}, {'i', in.Images}, {'p', in.Inputs}} {
+	}{{'n', in.Namespace}, {'i', in.Images}, {'p', in.Inputs}} {
 		b, err := json.Marshal(part.v) // map keys sorted
 		if err != nil {
 			return key, false
