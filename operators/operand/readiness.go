@@ -68,7 +68,10 @@ var failingReasons = map[string]bool{
 // one of the kubelet's failure reasons (CrashLoopBackOff, ImagePullBackOff,
 // ErrImagePull, CreateContainerConfigError, …) or a failed init container
 // makes it Failing, with the container, the reason, its restarts and the
-// kubelet's message.
+// kubelet's message; so does a container whose last run ended with a
+// non-zero exit code, which the kubelet reports before CrashLoopBackOff
+// (and may not report as CrashLoopBackOff at all when its back-off ends
+// before its next status write).
 func PodOf(p *corev1.Pod) Pod {
 	out := Pod{Name: p.Name, Phase: string(p.Status.Phase), Node: p.Spec.NodeName, Terminating: p.DeletionTimestamp != nil}
 	for _, c := range p.Status.Conditions {
@@ -103,6 +106,9 @@ func PodOf(p *corev1.Pod) Pod {
 		// takes the kill: that is the deletion, not a failure.
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && out.Failing == "" && !out.Terminating {
 			out.Failing = fmt.Sprintf("container %s terminated: %s (exit code %d)", cs.Name, strings.TrimSpace(t.Reason+" "+t.Message), t.ExitCode)
+			if cs.RestartCount > 0 {
+				out.Failing += fmt.Sprintf(" (%d restarts)", cs.RestartCount)
+			}
 		}
 	}
 	return out
