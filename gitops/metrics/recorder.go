@@ -10,6 +10,7 @@
 // one kind (Sync):
 //
 //	converge_reconcile_duration_seconds{namespace,name,result}   histogram, ReconcileBuckets
+//	converge_status_refresh_duration_seconds{namespace,name,result} histogram, ReconcileBuckets
 //	converge_fetch_duration_seconds{namespace,name,result}       histogram, FetchBuckets
 //	converge_objects_applied_total{namespace,name,action}        counter, action=created|configured
 //	converge_objects_pruned_total{namespace,name}                counter
@@ -18,7 +19,11 @@
 //	converge_sync_condition{namespace,name,type,status}          gauge, 1 for the current status, 0 for the others
 //	converge_sync_suspended{namespace,name}                      gauge, 0 or 1
 //
-// result is "success" when the recorded error is nil, else "failure".
+// result is "success" when the recorded error is nil, else "failure". A
+// status refresh (a reconcile that only status-only changes of applied
+// objects asked for, answered without fetch, render or apply) is not a
+// reconcile: it is observed in converge_status_refresh_duration_seconds
+// only, so the reconcile count is the count of applies.
 package metrics
 
 import (
@@ -65,6 +70,7 @@ func (k SyncKey) labels() prometheus.Labels {
 // metrics can pass nil.
 type Recorder struct {
 	reconcile *prometheus.HistogramVec
+	refresh   *prometheus.HistogramVec
 	fetch     *prometheus.HistogramVec
 	applied   *prometheus.CounterVec
 	pruned    *prometheus.CounterVec
@@ -90,6 +96,11 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "converge_reconcile_duration_seconds",
 			Help:    "Duration in seconds of a Sync's reconcile (fetch, render, apply, prune, health gates), by result.",
+			Buckets: ReconcileBuckets,
+		}, with("result")),
+		refresh: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "converge_status_refresh_duration_seconds",
+			Help:    "Duration in seconds of a Sync's status refresh (health and HyperConverged status recomputed after status-only changes, nothing applied), by result.",
 			Buckets: ReconcileBuckets,
 		}, with("result")),
 		fetch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -136,7 +147,7 @@ func NewRecorder(reg prometheus.Registerer) (*Recorder, error) {
 }
 
 func (r *Recorder) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.reconcile, r.fetch, r.applied, r.pruned, r.drift, r.revision, r.condition, r.suspended}
+	return []prometheus.Collector{r.reconcile, r.refresh, r.fetch, r.applied, r.pruned, r.drift, r.revision, r.condition, r.suspended}
 }
 
 func result(err error) string {
@@ -154,6 +165,16 @@ func (r *Recorder) RecordReconcile(k SyncKey, d time.Duration, err error) {
 		return
 	}
 	r.reconcile.WithLabelValues(k.Namespace, k.Name, result(err)).Observe(d.Seconds())
+}
+
+// RecordRefresh observes d, in seconds, in
+// converge_status_refresh_duration_seconds{namespace,name,result}; result
+// is "failure" when err is non-nil.
+func (r *Recorder) RecordRefresh(k SyncKey, d time.Duration, err error) {
+	if r == nil {
+		return
+	}
+	r.refresh.WithLabelValues(k.Namespace, k.Name, result(err)).Observe(d.Seconds())
 }
 
 // RecordFetch observes d, in seconds, in
@@ -261,7 +282,7 @@ func (r *Recorder) Delete(k SyncKey) {
 	defer r.mu.Unlock()
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{r.reconcile, r.fetch, r.applied, r.pruned, r.drift, r.revision, r.condition, r.suspended} {
+	}{r.reconcile, r.refresh, r.fetch, r.applied, r.pruned, r.drift, r.revision, r.condition, r.suspended} {
 		v.DeletePartialMatch(k.labels())
 	}
 }

@@ -110,6 +110,19 @@ func TestRecorderSeries(t *testing.T) {
 			},
 		},
 		{
+			name: "a status refresh is not a reconcile",
+			record: func(r *Recorder) {
+				r.RecordRefresh(a, 20*time.Millisecond, nil)
+				r.RecordRefresh(a, 30*time.Millisecond, boom)
+			},
+			want: map[string]float64{
+				`converge_status_refresh_duration_seconds_count{name="a",namespace="ns",result="success"}`: 1,
+				`converge_status_refresh_duration_seconds_sum{name="a",namespace="ns",result="success"}`:   0.02,
+				`converge_status_refresh_duration_seconds_count{name="a",namespace="ns",result="failure"}`: 1,
+				`converge_status_refresh_duration_seconds_sum{name="a",namespace="ns",result="failure"}`:   0.03,
+			},
+		},
+		{
 			name: "fetch success and failure",
 			record: func(r *Recorder) {
 				r.RecordFetch(a, 250*time.Millisecond, nil)
@@ -206,6 +219,7 @@ func TestRecorderSeries(t *testing.T) {
 			record: func(r *Recorder) {
 				for _, k := range []SyncKey{a, aOther} {
 					r.RecordReconcile(k, time.Second, nil)
+					r.RecordRefresh(k, time.Second, nil)
 					r.RecordFetch(k, time.Second, boom)
 					r.RecordChangeSet(k, entries(ssa.CreatedAction, ssa.ConfiguredAction, ssa.DeletedAction))
 					r.RecordDrift(k, "KubeVirt", 1)
@@ -217,19 +231,21 @@ func TestRecorderSeries(t *testing.T) {
 				r.Delete(b) // never recorded: no effect
 			},
 			want: map[string]float64{
-				`converge_reconcile_duration_seconds_count{name="a",namespace="other",result="success"}`:    1,
-				`converge_reconcile_duration_seconds_sum{name="a",namespace="other",result="success"}`:      1,
-				`converge_fetch_duration_seconds_count{name="a",namespace="other",result="failure"}`:        1,
-				`converge_fetch_duration_seconds_sum{name="a",namespace="other",result="failure"}`:          1,
-				`converge_objects_applied_total{action="created",name="a",namespace="other"}`:               1,
-				`converge_objects_applied_total{action="configured",name="a",namespace="other"}`:            1,
-				`converge_objects_pruned_total{name="a",namespace="other"}`:                                 1,
-				`converge_drift_corrected_total{kind="KubeVirt",name="a",namespace="other"}`:                1,
-				`converge_last_applied_revision_info{name="a",namespace="other",revision="main@sha1:1111"}`: 1,
-				`converge_sync_condition{name="a",namespace="other",status="True",type="Ready"}`:            1,
-				`converge_sync_condition{name="a",namespace="other",status="False",type="Ready"}`:           0,
-				`converge_sync_condition{name="a",namespace="other",status="Unknown",type="Ready"}`:         0,
-				`converge_sync_suspended{name="a",namespace="other"}`:                                       0,
+				`converge_reconcile_duration_seconds_count{name="a",namespace="other",result="success"}`:      1,
+				`converge_reconcile_duration_seconds_sum{name="a",namespace="other",result="success"}`:        1,
+				`converge_status_refresh_duration_seconds_count{name="a",namespace="other",result="success"}`: 1,
+				`converge_status_refresh_duration_seconds_sum{name="a",namespace="other",result="success"}`:   1,
+				`converge_fetch_duration_seconds_count{name="a",namespace="other",result="failure"}`:          1,
+				`converge_fetch_duration_seconds_sum{name="a",namespace="other",result="failure"}`:            1,
+				`converge_objects_applied_total{action="created",name="a",namespace="other"}`:                 1,
+				`converge_objects_applied_total{action="configured",name="a",namespace="other"}`:              1,
+				`converge_objects_pruned_total{name="a",namespace="other"}`:                                   1,
+				`converge_drift_corrected_total{kind="KubeVirt",name="a",namespace="other"}`:                  1,
+				`converge_last_applied_revision_info{name="a",namespace="other",revision="main@sha1:1111"}`:   1,
+				`converge_sync_condition{name="a",namespace="other",status="True",type="Ready"}`:              1,
+				`converge_sync_condition{name="a",namespace="other",status="False",type="Ready"}`:             0,
+				`converge_sync_condition{name="a",namespace="other",status="Unknown",type="Ready"}`:           0,
+				`converge_sync_suspended{name="a",namespace="other"}`:                                         0,
 			},
 		},
 	}

@@ -35,10 +35,12 @@ type ownWrites struct {
 }
 
 // ownEvent is one watch event, or one write: the inventory ID of the
-// object, its resourceVersion, and whether it was a deletion.
+// object, its resourceVersion, whether it was a deletion, and whether it
+// changed only the object's status (statusOnly; never for a write).
 type ownEvent struct {
 	id, version string
 	deleted     bool
+	statusOnly  bool
 }
 
 func newOwnWrites() *ownWrites {
@@ -70,8 +72,9 @@ func (w *ownWrites) wrote(sync types.NamespacedName, id, version string) {
 // the last one left and keeps that inventory's IDs, so a deletion of an
 // object applied before still counts as drift. It returns true when an
 // event held meanwhile was not sync's own (after a failed apply: any
-// event held): the caller must reconcile sync again.
-func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (foreign bool) {
+// event held): the caller must reconcile sync again; statusOnly is true
+// when every such event was a status-only change.
+func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (foreign, statusOnly bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	own := w.writes[sync]
@@ -83,10 +86,13 @@ func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (for
 			own[ev] = true
 		}
 		w.own[sync] = own
-		foreign = len(w.held[sync]) > 0
+		statusOnly = true
+		for _, ev := range w.held[sync] {
+			foreign, statusOnly = true, statusOnly && ev.statusOnly
+		}
 		delete(w.writes, sync)
 		delete(w.held, sync)
-		return foreign
+		return foreign, foreign && statusOnly
 	}
 	ids := map[string]bool{}
 	for _, e := range inv.Entries {
@@ -94,12 +100,15 @@ func (w *ownWrites) end(sync types.NamespacedName, inv *v1alpha1.Inventory) (for
 		ids[e.ID] = true
 	}
 	w.own[sync], w.ids[sync] = own, ids
+	statusOnly = true
 	for _, ev := range w.held[sync] {
-		foreign = foreign || w.isForeign(sync, ev)
+		if w.isForeign(sync, ev) {
+			foreign, statusOnly = true, statusOnly && ev.statusOnly
+		}
 	}
 	delete(w.writes, sync)
 	delete(w.held, sync)
-	return foreign
+	return foreign, foreign && statusOnly
 }
 
 // foreign reports whether ev must enqueue sync now: never while sync

@@ -13,22 +13,33 @@ func TestOwnWrites(t *testing.T) {
 	inv := &v1alpha1.Inventory{Entries: []v1alpha1.InventoryEntry{{ID: "hc", ResourceVersion: "12"}, {ID: "kv", ResourceVersion: "9"}}}
 	upd := func(id, v string) ownEvent { return ownEvent{id: id, version: v} }
 	del := func(id string) ownEvent { return ownEvent{id: id, deleted: true} }
+	status := func(id, v string) ownEvent { return ownEvent{id: id, version: v, statusOnly: true} }
 	type write struct{ id, version string }
 	for _, tc := range []struct {
 		name string
 		// writes during the apply, events during it, and the events after.
-		writes       []write
-		during       []ownEvent
-		inv          *v1alpha1.Inventory
-		wantRequeue  bool
-		after        []ownEvent
-		wantEnqueued []bool
+		writes      []write
+		during      []ownEvent
+		inv         *v1alpha1.Inventory
+		wantRequeue bool
+		// wantStatusOnly: every foreign event held was status-only.
+		wantStatusOnly bool
+		after          []ownEvent
+		wantEnqueued   []bool
 	}{
 		{name: "own spec patch and status write, held and late",
 			writes: []write{{"hc", "11"}, {"hc", "12"}, {"kv", "9"}}, during: []ownEvent{upd("hc", "11")}, inv: inv,
 			after: []ownEvent{upd("hc", "12"), upd("kv", "9")}, wantEnqueued: []bool{false, false}},
 		{name: "someone else's write between converge's two",
 			writes: []write{{"hc", "11"}, {"hc", "12"}}, during: []ownEvent{upd("hc", "11"), upd("hc", "10")}, inv: inv, wantRequeue: true},
+		{name: "an operator's status write while converge applies",
+			writes: []write{{"kv", "9"}}, during: []ownEvent{upd("kv", "9"), status("kv", "10")}, inv: inv, wantRequeue: true, wantStatusOnly: true},
+		{name: "a status write and a spec change while converge applies",
+			writes: []write{{"kv", "9"}}, during: []ownEvent{status("kv", "10"), upd("kv", "11")}, inv: inv, wantRequeue: true},
+		{name: "a status write that is converge's own",
+			writes: []write{{"kv", "9"}}, during: []ownEvent{status("kv", "9")}, inv: inv},
+		{name: "failed apply: a held status write",
+			writes: []write{{"kv", "9"}}, during: []ownEvent{status("kv", "10")}, wantRequeue: true, wantStatusOnly: true},
 		{name: "drift after the apply",
 			writes: []write{{"kv", "9"}}, inv: inv,
 			after: []ownEvent{upd("kv", "13"), upd("other", "1")}, wantEnqueued: []bool{true, true}},
@@ -52,8 +63,8 @@ func TestOwnWrites(t *testing.T) {
 					t.Errorf("event %+v during the apply enqueued at once, want held", ev)
 				}
 			}
-			if got := w.end(s, tc.inv); got != tc.wantRequeue {
-				t.Errorf("end = %v, want %v", got, tc.wantRequeue)
+			if got, statusOnly := w.end(s, tc.inv); got != tc.wantRequeue || statusOnly != tc.wantStatusOnly {
+				t.Errorf("end = %v, status-only %v; want %v, %v", got, statusOnly, tc.wantRequeue, tc.wantStatusOnly)
 			}
 			for i, ev := range tc.after {
 				if got := w.foreign(s, ev); got != tc.wantEnqueued[i] {

@@ -82,6 +82,10 @@ type Reconciler struct {
 
 	targets *targets
 	renders renders
+	// wakes says why each Sync was enqueued; settled is each Sync's last
+	// complete apply (refreshStage).
+	wakes   *wakes
+	settled settledSyncs
 	ctrl    controller.Controller
 	trigger chan event.GenericEvent
 }
@@ -130,6 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	start := time.Now()
+	statusOnly := r.wakes != nil && r.wakes.take(req.NamespacedName)
 	s := &v1alpha1.Sync{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -153,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Metrics.RecordSuspend(key, s.Spec.Suspend)
 	st := &statusPatcher{c: r.Client, base: s.DeepCopy()}
 	r.updateReceiver(ctx, s)              // status.webhookPath and the receiver's index
-	out := r.reconcile(ctx, s, st, start) // suspend, dependsOn, fetch → render → apply
+	out := r.reconcile(ctx, s, st, start, statusOnly) // suspend, dependsOn, refresh or fetch → render → apply
 	res, rerr := r.report(ctx, s, out)    // conditions, history, events, metrics, log
 	s.Status.ObservedGeneration = s.Generation
 	if v, ok := s.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
@@ -168,7 +173,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, c := range s.Status.Conditions {
 		r.Metrics.RecordCondition(key, c)
 	}
-	if !s.Spec.Suspend {
+	switch {
+	case out.refreshed:
+		r.Metrics.RecordRefresh(key, time.Since(start), rerr)
+	case !s.Spec.Suspend:
 		r.Metrics.RecordReconcile(key, time.Since(start), rerr)
 	}
 	return res, nil
@@ -207,6 +215,7 @@ func (r *Reconciler) retryInterval(s *v1alpha1.Sync) time.Duration {
 // stopping the cache of a remote target no other Sync uses.
 func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
 	r.renders.forget(key)
+	r.settled.forget(key)
 	r.forgetReceiver(key)
 	if r.targets != nil {
 		r.targets.forget(ctx, key)

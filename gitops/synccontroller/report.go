@@ -68,8 +68,12 @@ func (r *Reconciler) report(ctx context.Context, s *v1alpha1.Sync, out outcome) 
 		lines = changes(res.ChangeSet)
 		setComponents(s, res)
 	}
+	// A status refresh reconciled no revision: status.history records
+	// reconciles only.
 	history := func(status string) {
-		recordHistory(s, out.artifact.Revision, out.digest, out.start, time.Since(out.start), status, r.Options.HistoryLimit)
+		if !out.refreshed {
+			recordHistory(s, out.artifact.Revision, out.digest, out.start, time.Since(out.start), status, r.Options.HistoryLimit)
+		}
 	}
 
 	if f := out.failure; f != nil {
@@ -127,7 +131,11 @@ func (r *Reconciler) report(ctx context.Context, s *v1alpha1.Sync, out outcome) 
 	}
 	// Each changed object by identity and action, as Flux logs its change
 	// set; drifted lists the inventory IDs whose drift was reverted.
-	logger.Info("reconciled", "changes", lines, "drifted", res.Drifted, "writes", res.Writes, "duration", time.Since(out.start).Round(time.Millisecond))
+	msg := "reconciled"
+	if out.refreshed {
+		msg = "refreshed status"
+	}
+	logger.Info(msg, "changes", lines, "drifted", res.Drifted, "writes", res.Writes, "duration", time.Since(out.start).Round(time.Millisecond))
 	return ctrl.Result{RequeueAfter: r.interval(s)}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
@@ -45,15 +46,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Options.Concurrency == 0 {
 		r.Options = DefaultOptions()
 	}
-	r.targets = newTargets(r.Config, r.APIReader, r.Options.Pipeline, r.Options.Lockdown)
+	r.wakes = newWakes()
+	r.targets = newTargets(r.Config, r.APIReader, r.Options.Pipeline, r.Options.Lockdown, r.wakes)
 	r.trigger = make(chan event.GenericEvent, 64)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("sync").
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestChanged))).
-		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependants), builder.WithPredicates(readyChanged)).
+		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.marked(r.dependants)), builder.WithPredicates(readyChanged)).
 		WatchesRawSource(source.Channel(r.trigger, &handler.EnqueueRequestForObject{})).
 		// Metadata only: the controller never caches Secret data.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretUsers),
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.marked(r.secretUsers)),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.Concurrency}).
 		Build(r)
@@ -73,10 +75,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // after an authenticated push). It never blocks: with 64 triggers already
 // queued it drops this one (the queued ones reconcile the same state).
 func (r *Reconciler) Trigger(key types.NamespacedName) {
+	r.wake(key, false)
+}
+
+// wake enqueues the Sync key through the trigger channel, marked with
+// why (wakes): a status-only change or anything else.
+func (r *Reconciler) wake(key types.NamespacedName, statusOnly bool) {
+	if r.wakes != nil {
+		r.wakes.mark(key, statusOnly)
+	}
 	s := &v1alpha1.Sync{}
 	s.Namespace, s.Name = key.Namespace, key.Name
 	select {
 	case r.trigger <- event.GenericEvent{Object: s}:
 	default:
+	}
+}
+
+// marked wraps a map function so that every Sync it enqueues is marked
+// as woken for something other than a status-only change (wakes).
+func (r *Reconciler) marked(f handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := f(ctx, o)
+		for _, q := range reqs {
+			r.wakes.mark(q.NamespacedName, false)
+		}
+		return reqs
 	}
 }

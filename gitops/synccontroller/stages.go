@@ -48,6 +48,9 @@ type outcome struct {
 	digest string
 	// synced: Pipeline.Sync ran, so the revision goes into status.history.
 	synced bool
+	// refreshed: no stage ran; the status of the last complete apply was
+	// refreshed instead (refreshStage). Not in status.history.
+	refreshed bool
 	// result is what Pipeline.Sync did (change set, component health,
 	// drift, writes); nil when it did not run or failed before applying.
 	result *reconciler.Result
@@ -72,6 +75,9 @@ type failure struct {
 	// onHC: the failure is also reported on the HyperConverged the Sync
 	// applied last (a failed fetch or render; see reportOnHC).
 	onHC bool
+	// applied: every stage was applied; only health failed (a component
+	// Failed with spec.wait).
+	applied bool
 }
 
 // fetched is the result of the fetch stage: the target, its Pipeline
@@ -84,13 +90,15 @@ type fetched struct {
 }
 
 // reconcile runs the stages of one reconcile of s and collects what they
-// came to: the early outcomes (suspended, a dependency not ready), then
-// fetch → render → apply, each returning its value, under spec.timeout.
+// came to: the early outcomes (suspended, a dependency not ready), then,
+// when only status-only changes asked for it (statusOnly) and
+// refreshStage accepts, a status refresh, else fetch → render → apply,
+// each returning its value, under spec.timeout.
 // The only status it writes is the "Progressing" patch between render and
 // apply of a new revision or generation (reportProgress); a failed fetch
 // or render is also reported on the HyperConverged the Sync applied last
 // (reportOnHC). Everything else is report's.
-func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, start time.Time) outcome {
+func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, start time.Time, statusOnly bool) outcome {
 	out := outcome{start: start, prevApplied: s.Status.LastAppliedRevision,
 		prevReady: apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.ReadyCondition).DeepCopy()}
 	if s.Spec.Suspend {
@@ -107,6 +115,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	timeout := syncTimeout(s)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if statusOnly {
+		if refreshed, ok := r.refreshStage(ctx, s, out); ok {
+			return refreshed
+		}
+	}
 
 	f, fail := r.fetchStage(ctx, s)
 	out.fetch = f.call
@@ -125,12 +138,14 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 
 	out.result, out.failure = r.applyStage(ctx, s, st, f, rd, timeout)
 	out.synced = true
+	r.settle(s, f, rd, out)
 	return out
 }
 
 // failed ends the stages with fail, reporting it on the HyperConverged
 // first when it says so (onHC), with the revision last attempted.
 func (r *Reconciler) failed(ctx context.Context, s *v1alpha1.Sync, p *reconciler.Pipeline, out outcome, fail *failure) outcome {
+	r.settled.forget(client.ObjectKeyFromObject(s))
 	if fail.onHC {
 		revision := s.Status.LastAttemptedRevision
 		if out.artifact != nil {
@@ -251,8 +266,8 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 	if res != nil {
 		saved = res.Inventory
 	}
-	if f.target.own.end(key, saved) {
-		r.Trigger(key) // someone else changed an applied object meanwhile
+	if foreign, statusOnly := f.target.own.end(key, saved); foreign {
+		r.wake(key, statusOnly) // someone else changed an applied object meanwhile
 	}
 	if r.OnSynced != nil {
 		r.OnSynced(s, res, err)
@@ -263,7 +278,7 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 	hc := rd.rendered.HyperConverged
 	f.target.watch(ctx, r.ctrl, gvks(rd.rendered), types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}, key)
 	if failed := failedComponents(res); failed != "" && s.WaitEnabled() {
-		return res, &failure{reason: v1alpha1.HealthCheckFailedReason, err: fmt.Errorf("revision %s in %s: %s", revision, f.target.name, failed)}
+		return res, &failure{reason: v1alpha1.HealthCheckFailedReason, applied: true, err: fmt.Errorf("revision %s in %s: %s", revision, f.target.name, failed)}
 	}
 	return res, nil
 }

@@ -343,6 +343,95 @@ func TestSync(t *testing.T) {
 		}
 	})
 
+	// An operator's status update of an operand reaches the Sync, whose
+	// components and HyperConverged status report it, through a status
+	// refresh: no fetch, render or apply. A change to the operand's
+	// metadata is a reconcile.
+	t.Run("operand status refreshed, not reapplied", func(t *testing.T) {
+		e.wait(t, local, time.Minute, "Ready", ready)
+		lbl := map[string]string{"namespace": e.ns, "name": local.Name}
+		reconciles := e.settled(t, "converge_reconcile_duration_seconds", lbl)
+		refreshes := e.metric(t, "converge_status_refresh_duration_seconds", lbl)
+		fetches := e.metric(t, "converge_fetch_duration_seconds", lbl)
+		before := &v1alpha1.Sync{}
+		if err := e.c1.Get(context.Background(), local, before); err != nil {
+			t.Fatal(err)
+		}
+		hc, err := get(e.c1, "hco.kubevirt.io/v1", "HyperConverged", hcKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hcDegraded := func(hc *unstructured.Unstructured) map[string]any {
+			cs, _, _ := unstructured.NestedSlice(hc.Object, "status", "conditions")
+			for _, c := range cs {
+				if c := c.(map[string]any); c["type"] == "Degraded" {
+					return c
+				}
+			}
+			return nil
+		}
+		if c := hcDegraded(hc); c == nil || c["status"] != "False" {
+			t.Fatalf("HyperConverged Degraded %v before the KubeVirt is, want False", c)
+		}
+		kv, err := get(e.c1, "kubevirt.io/v1", "KubeVirt", kvKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.Now().Rfc3339Copy().Format(time.RFC3339)
+		conds := []any{}
+		for _, c := range [][2]string{{"Available", "False"}, {"Progressing", "False"}, {"Degraded", "True"}} {
+			conds = append(conds, map[string]any{"type": c[0], "status": c[1], "reason": "HandlerDown", "message": "virt-handler is down", "lastTransitionTime": now})
+		}
+		kv.Object["status"] = map[string]any{"conditions": conds, "observedGeneration": kv.GetGeneration(), "phase": "Deployed"}
+		if err := e.c1.Status().Update(context.Background(), kv, client.FieldOwner("virt-operator")); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := e.wait(t, local, time.Minute, "virt Failed", func(s *v1alpha1.Sync) bool {
+			for _, c := range s.Status.Components {
+				if c.Name == "virt" {
+					return c.Health == "Failed" && strings.Contains(c.Message, "virt-handler is down")
+				}
+			}
+			return false
+		})
+		if n := e.settled(t, "converge_reconcile_duration_seconds", lbl) - reconciles; n != 0 {
+			t.Errorf("%v reconciles for an operator's status update, want 0", n)
+		}
+		if n := e.metric(t, "converge_status_refresh_duration_seconds", lbl) - refreshes; n < 1 {
+			t.Errorf("%v status refreshes for an operator's status update, want at least 1", n)
+		}
+		if n := e.metric(t, "converge_fetch_duration_seconds", lbl) - fetches; n != 0 {
+			t.Errorf("%v fetches for an operator's status update, want 0", n)
+		}
+		if s.Status.History[0].TotalReconciliations != before.Status.History[0].TotalReconciliations {
+			t.Errorf("history %+v after a status refresh, want %+v (a refresh reconciles no revision)", s.Status.History[0], before.Status.History[0])
+		}
+		// The HyperConverged's status aggregates the KubeVirt's, as HCO
+		// reports its operands: the refresh wrote it.
+		if hc, err = get(e.c1, "hco.kubevirt.io/v1", "HyperConverged", hcKey); err != nil {
+			t.Fatal(err)
+		}
+		if c := hcDegraded(hc); c == nil || c["status"] != "True" || c["reason"] != "KubeVirtDegraded" || !strings.Contains(fmt.Sprint(c["message"]), "virt-handler is down") {
+			t.Errorf("HyperConverged Degraded %v, want True KubeVirtDegraded with the KubeVirt's message", c)
+		}
+
+		// A label is metadata, not status: a reconcile (which re-applies
+		// nothing: converge does not own that label).
+		reconciles = e.settled(t, "converge_reconcile_duration_seconds", lbl)
+		if kv, err = get(e.c1, "kubevirt.io/v1", "KubeVirt", kvKey); err != nil {
+			t.Fatal(err)
+		}
+		l := kv.GetLabels()
+		l["cost-center"] = "42"
+		kv.SetLabels(l)
+		if err := e.c1.Update(context.Background(), kv, client.FieldOwner("someone-else")); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.settled(t, "converge_reconcile_duration_seconds", lbl) - reconciles; n != 1 {
+			t.Errorf("%v reconciles for a label added to an applied object, want 1", n)
+		}
+	})
+
 	// spec.operators external derives the operands converge has no
 	// native operator for (MigController, FileRestoreOperator); back to
 	// native, they leave the graph and are pruned.

@@ -67,6 +67,8 @@ type targets struct {
 	lockdown Lockdown
 	scheme   *runtime.Scheme
 	ctrl     controller.Controller
+	// wakes is marked by the drift watches before they enqueue a Sync.
+	wakes *wakes
 
 	mu    sync.Mutex
 	byKey map[string]*target
@@ -98,12 +100,17 @@ type target struct {
 	// unsettled are the Syncs whose last apply failed: their next apply
 	// reads the live state uncached.
 	unsettled *unsettled
+	// wakes is the targets' (marked before a drift event enqueues).
+	wakes *wakes
 }
 
-func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options, lockdown Lockdown) *targets {
+func newTargets(local *rest.Config, secrets client.Reader, opts reconciler.Options, lockdown Lockdown, w *wakes) *targets {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
-	return &targets{local: local, secrets: secrets, opts: opts, lockdown: lockdown, scheme: s, byKey: map[string]*target{},
+	if w == nil {
+		w = newWakes()
+	}
+	return &targets{local: local, secrets: secrets, opts: opts, lockdown: lockdown, scheme: s, wakes: w, byKey: map[string]*target{},
 		users: map[string]map[types.NamespacedName]bool{}, bySync: map[types.NamespacedName]string{}}
 }
 
@@ -196,7 +203,7 @@ func (ts *targets) target(ctx context.Context, sync types.NamespacedName, key, n
 	}()
 	t := &target{name: name, version: version, config: cfg, cluster: cl, cancel: cancel,
 		pipelines: map[string]*reconciler.Pipeline{}, watching: map[schema.GroupVersionKind]bool{},
-		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}, own: newOwnWrites(), unsettled: newUnsettled()}
+		owners: map[types.NamespacedName]map[types.NamespacedName]bool{}, own: newOwnWrites(), unsettled: newUnsettled(), wakes: ts.wakes}
 	ts.byKey[key] = t
 	ts.use(sync, key)
 	return t, nil
@@ -350,29 +357,31 @@ func (t *target) watch(ctx context.Context, c controller.Controller, gvks []sche
 
 // handler gives the event handler of the watch of kind gk: each event
 // enqueues the Syncs that applied the object's owner HC and for which it
-// is not their own write (ownWrites.foreign).
+// is not their own write (ownWrites.foreign), marked (wakes) with whether
+// it changed only the object's status (statusOnly).
 func (t *target) handler(gk schema.GroupKind) handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request] {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	enqueue := func(o *metav1.PartialObjectMetadata, deleted bool, q queue) {
-		ev := ownEvent{id: inventory.IDOf(o.GetNamespace(), o.GetName(), gk), version: o.GetResourceVersion(), deleted: deleted}
+	enqueue := func(o *metav1.PartialObjectMetadata, deleted, statusOnly bool, q queue) {
+		ev := ownEvent{id: inventory.IDOf(o.GetNamespace(), o.GetName(), gk), version: o.GetResourceVersion(), deleted: deleted, statusOnly: statusOnly}
 		for _, s := range t.syncsOf(o) {
 			if t.own.foreign(s, ev) {
+				t.wakes.mark(s, statusOnly)
 				q.Add(reconcile.Request{NamespacedName: s})
 			}
 		}
 	}
 	return handler.TypedFuncs[*metav1.PartialObjectMetadata, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
-			enqueue(e.Object, false, q)
+			enqueue(e.Object, false, false, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*metav1.PartialObjectMetadata], q queue) {
-			enqueue(e.ObjectNew, false, q)
+			enqueue(e.ObjectNew, false, statusOnly(gk, e.ObjectOld, e.ObjectNew), q)
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*metav1.PartialObjectMetadata], q queue) {
-			enqueue(e.Object, true, q)
+			enqueue(e.Object, true, false, q)
 		},
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*metav1.PartialObjectMetadata], q queue) {
-			enqueue(e.Object, false, q)
+			enqueue(e.Object, false, false, q)
 		},
 	}
 }

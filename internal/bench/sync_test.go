@@ -400,6 +400,11 @@ func reportPhases(b *testing.B, before, after map[string]*dto.MetricFamily, n in
 			b.ReportMetric(float64(c1-c0)/float64(n), "reconciles/op")
 		}
 	}
+	// The status refreshes that answer the operators' status updates
+	// (no fetch, render or apply; not reconciles).
+	c0, _ := histogram(before, "converge_status_refresh_duration_seconds")
+	c1, _ := histogram(after, "converge_status_refresh_duration_seconds")
+	b.ReportMetric(float64(c1-c0)/float64(n), "refreshes/op")
 }
 
 // rssMiB reads the resident set size of process pid from /proc.
