@@ -13,6 +13,7 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/converge-dev/converge"
 )
@@ -47,6 +48,8 @@ type Engine struct {
 	packages map[EmbeddedPackage]cue.Value
 	// tektonJSON is TektonTasksPackage's Tasks as JSON (tektonTasks).
 	tektonJSON []byte
+	// bundles are the role Bundles evaluated so far (bundle).
+	bundles map[string][]*unstructured.Unstructured
 }
 
 // NewEngine loads and builds the embedded CUE module (schema and

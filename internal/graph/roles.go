@@ -138,8 +138,56 @@ func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, b []byt
 		}
 		out.Objects = append(out.Objects, &unstructured.Unstructured{Object: obj})
 	}
+	var bundles []string
+	if b := v.LookupPath(cue.ParsePath("bundles")); b.Exists() {
+		if err := b.Decode(&bundles); err != nil {
+			return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+		}
+	}
+	for _, name := range bundles {
+		objs, err := e.bundle(name)
+		if err != nil {
+			return nil, fmt.Errorf("roles of %s: %w", what, err)
+		}
+		for _, o := range objs {
+			out.Objects = append(out.Objects, o.DeepCopy())
+		}
+	}
 	sort.Sort(ssa.SortableUnstructureds(out.Objects))
 	return out, nil
+}
+
+// bundle gives the objects of components/graph.cue Bundles.<name>,
+// evaluated on first use and kept: they depend on nothing of a CR. The
+// caller holds the engine's lock and copies what it hands out.
+func (e *Engine) bundle(name string) ([]*unstructured.Unstructured, error) {
+	if objs, ok := e.bundles[name]; ok {
+		return objs, nil
+	}
+	v := e.graph.LookupPath(cue.MakePath(cue.Str("Bundles"), cue.Str(name)))
+	if !v.Exists() {
+		return nil, fmt.Errorf("no bundle %q (components/graph.cue Bundles)", name)
+	}
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
+	}
+	var objs []*unstructured.Unstructured
+	for it.Next() {
+		var obj map[string]any
+		if err := it.Value().Decode(&obj); err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: obj})
+	}
+	if e.bundles == nil {
+		e.bundles = map[string][]*unstructured.Unstructured{}
+	}
+	e.bundles[name] = objs
+	return objs, nil
 }
 
 // roleInput is what a roles definition sees of cr.
