@@ -87,11 +87,19 @@ type resolved struct {
 func (c *cache) repoDir() string { return filepath.Join(c.root, "repo") }
 
 // sync brings ref up to date in the cached clone, cloning first when there is
-// no clone or the cached one cannot be opened.
+// no clone or the cached one cannot be opened, and compacts the clone's
+// packs when a fetch brought it past MaxPacks.
 func (c *cache) sync(ctx context.Context, ref Ref) (resolved, error) {
 	repo, err := git.PlainOpen(c.repoDir())
 	if err == nil {
-		return c.update(ctx, repo, ref)
+		res, err := c.update(ctx, repo, ref)
+		if err != nil {
+			return res, err
+		}
+		if err := compact(repo); err != nil {
+			return res, fmt.Errorf("cached clone: %w", err)
+		}
+		return res, nil
 	}
 	// No clone yet (git.ErrRepositoryNotExists) or an unreadable one: clone
 	// afresh; an unreadable clone is replaced only once the new one works.
