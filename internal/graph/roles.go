@@ -36,6 +36,12 @@ type Roles struct {
 	// each ("spec.<path>: <why>"); while there is one the operator applies
 	// nothing.
 	Refusals []string
+
+	// shared are the objects of the Bundles the derivation named, the
+	// engine's own (never changed): a derivation and the roles cache hold
+	// them by reference, and materialize copies them into Objects for a
+	// caller, so that a cache entry costs only the CR's own objects.
+	shared []*unstructured.Unstructured
 }
 
 // RoleKinds lists the operand kinds that have roles (components/graph.cue
@@ -75,18 +81,23 @@ func (e *Engine) Roles(kind string, cr *unstructured.Unstructured, in RoleInputs
 	key, cacheable := rolesKey(e.cueDigest, kind, b, in)
 	if cacheable {
 		if r, ok := e.roles.get(key); ok {
-			return r, nil
+			return r.materialize(), nil
 		}
 	}
 	r, err := e.deriveRoles(kind, cr, b, in)
-	if err == nil && cacheable {
+	if err != nil {
+		return nil, err
+	}
+	if cacheable {
 		e.roles.put(key, r)
 	}
-	return r, err
+	return r.materialize(), nil
 }
 
 // deriveRoles is Roles without the cache, for cr whose roleInput is the
-// JSON text b. The caller holds the engine's lock.
+// JSON text b: the CR's own objects, unsorted, and the bundles' objects
+// by reference (materialize gives what callers get). The caller holds the
+// engine's lock.
 func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, b []byte, in RoleInputs) (*Roles, error) {
 	def := e.graph.LookupPath(cue.MakePath(cue.Str("Roles"), cue.Str(kind)))
 	if !def.Exists() {
@@ -149,12 +160,21 @@ func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, b []byt
 		if err != nil {
 			return nil, fmt.Errorf("roles of %s: %w", what, err)
 		}
-		for _, o := range objs {
-			out.Objects = append(out.Objects, o.DeepCopy())
-		}
+		out.shared = append(out.shared, objs...)
+	}
+	return out, nil
+}
+
+// materialize gives r as callers get it: its own objects and copies of
+// the shared ones, in fluxcd/pkg/ssa's apply order. It takes over r's
+// Objects, so r must be a copy (the roles cache gives copies).
+func (r *Roles) materialize() *Roles {
+	out := &Roles{Refusals: r.Refusals, Objects: r.Objects}
+	for _, o := range r.shared {
+		out.Objects = append(out.Objects, o.DeepCopy())
 	}
 	sort.Sort(ssa.SortableUnstructureds(out.Objects))
-	return out, nil
+	return out
 }
 
 // bundle gives the objects of components/graph.cue Bundles.<name>,

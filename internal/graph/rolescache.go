@@ -37,9 +37,10 @@ func rolesKey(module [32]byte, kind string, cr []byte, in RoleInputs) (key [32]b
 	return key, true
 }
 
-// clone copies r, its objects deeply.
+// clone copies r, its own objects deeply; the shared objects, which are
+// never changed, by reference.
 func (r *Roles) clone() *Roles {
-	out := &Roles{Refusals: slices.Clone(r.Refusals)}
+	out := &Roles{Refusals: slices.Clone(r.Refusals), shared: r.shared}
 	for _, o := range r.Objects {
 		out.Objects = append(out.Objects, o.DeepCopy())
 	}
