@@ -81,11 +81,11 @@ type Reconciler struct {
 	Receivers *receiver.Index
 
 	targets *targets
-	renders renders
-	// wakes says why each Sync was enqueued; settled is each Sync's last
-	// complete apply (refreshStage).
+	// renders is each Sync's last rendering (render); settled its last
+	// complete apply (refreshStage); wakes says why each was enqueued.
+	renders perSync[rendering]
+	settled perSync[settledSync]
 	wakes   *wakes
-	settled settledSyncs
 	ctrl    controller.Controller
 	trigger chan event.GenericEvent
 }
@@ -157,9 +157,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	key := metricsKey(s)
 	r.Metrics.RecordSuspend(key, s.Spec.Suspend)
 	st := &statusPatcher{c: r.Client, base: s.DeepCopy()}
-	r.updateReceiver(ctx, s)              // status.webhookPath and the receiver's index
+	r.updateReceiver(ctx, s)                          // status.webhookPath and the receiver's index
 	out := r.reconcile(ctx, s, st, start, statusOnly) // suspend, dependsOn, refresh or fetch → render → apply
-	res, rerr := r.report(ctx, s, out)    // conditions, history, events, metrics, log
+	res, rerr := r.report(ctx, s, out)                // conditions, history, events, metrics, log
 	s.Status.ObservedGeneration = s.Generation
 	if v, ok := s.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
 		s.Status.LastHandledReconcileAt = v

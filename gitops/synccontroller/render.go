@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,40 +25,13 @@ type rendering struct {
 	digest string
 }
 
-// renders keeps the last rendering of each Sync.
-type renders struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]rendering
-}
-
-func (rs *renders) get(k types.NamespacedName) rendering {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.last[k]
-}
-
-func (rs *renders) put(k types.NamespacedName, r rendering) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.last == nil {
-		rs.last = map[types.NamespacedName]rendering{}
-	}
-	rs.last[k] = r
-}
-
-func (rs *renders) forget(k types.NamespacedName) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	delete(rs.last, k)
-}
-
 // render renders the config at path in art with facts f and the Sync's
 // operators mode (spec.operators, "" to leave it to the HC), reusing the
 // last rendering of key when nothing it depends on changed. fresh reports
 // a new render. Errors name the revision and the path.
 func (r *Reconciler) render(ctx context.Context, key types.NamespacedName, art source.Artifact, path string, f map[string]any, operators string) (rendering, bool, error) {
 	fd := jsonDigest(f)
-	if last := r.renders.get(key); last.rendered != nil && last.revision == art.Revision && last.path == path && last.facts == fd && last.operators == operators {
+	if last, _ := r.renders.get(key); last.rendered != nil && last.revision == art.Revision && last.path == path && last.facts == fd && last.operators == operators {
 		return last, false, nil
 	}
 	dir, err := art.Path(path)

@@ -1,8 +1,6 @@
 package graph_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,28 +17,7 @@ func BenchmarkRolesChanged(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := b.TempDir()
-	hc := "apiVersion: hco.kubevirt.io/v1\nkind: HyperConverged\nmetadata:\n  name: kubevirt-hyperconverged\n  namespace: kubevirt-hyperconverged\nspec: {}\n"
-	if err := os.WriteFile(filepath.Join(dir, "hc.yaml"), []byte(hc), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := e.LoadConfig(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := e.RenderWith(cfg, graph.Inputs{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var kv *unstructured.Unstructured
-	for _, o := range r.Objects() {
-		if o.GetKind() == "KubeVirt" {
-			kv = o.DeepCopy()
-		}
-	}
-	if kv == nil {
-		b.Fatal("no KubeVirt rendered")
-	}
+	kv := derivedKubeVirt(b, e)
 	in := graph.RoleInputs{Namespace: kv.GetNamespace(), Images: map[string]string{"node": "registry.local/converge-node:v9"}}
 	n := int64(5)
 	for b.Loop() {

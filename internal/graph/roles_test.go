@@ -134,28 +134,7 @@ func TestRolesOfDerivedKubeVirt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	hc := "apiVersion: hco.kubevirt.io/v1\nkind: HyperConverged\nmetadata:\n  name: kubevirt-hyperconverged\n  namespace: kubevirt-hyperconverged\nspec: {}\n"
-	if err := os.WriteFile(filepath.Join(dir, "hc.yaml"), []byte(hc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := e.LoadConfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := e.RenderWith(cfg, graph.Inputs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kv *unstructured.Unstructured
-	for _, o := range r.Objects() {
-		if o.GetKind() == "KubeVirt" {
-			kv = o
-		}
-	}
-	if kv == nil {
-		t.Fatal("no KubeVirt rendered")
-	}
+	kv := derivedKubeVirt(t, e)
 	if mt, _, _ := unstructured.NestedString(kv.Object, "spec", "configuration", "architectureConfiguration", "amd64", "machineType"); mt != "q35" {
 		t.Fatalf("derived amd64 machineType %q, want HCO's q35", mt)
 	}
@@ -184,4 +163,30 @@ func TestRolesOfDerivedKubeVirt(t *testing.T) {
 	if !contains(args, "--machine-type=q35") {
 		t.Errorf("vm-agent args %v, want --machine-type=q35", args)
 	}
+}
+
+// derivedKubeVirt gives the KubeVirt CR e derives from an HC with
+// defaults (spec: {}), as a Sync applies it.
+func derivedKubeVirt(tb testing.TB, e *graph.Engine) *unstructured.Unstructured {
+	tb.Helper()
+	dir := tb.TempDir()
+	hc := "apiVersion: hco.kubevirt.io/v1\nkind: HyperConverged\nmetadata:\n  name: kubevirt-hyperconverged\n  namespace: kubevirt-hyperconverged\nspec: {}\n"
+	if err := os.WriteFile(filepath.Join(dir, "hc.yaml"), []byte(hc), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := e.LoadConfig(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := e.RenderWith(cfg, graph.Inputs{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, o := range r.Objects() {
+		if o.GetKind() == "KubeVirt" {
+			return o.DeepCopy()
+		}
+	}
+	tb.Fatal("no KubeVirt rendered")
+	return nil
 }
