@@ -38,7 +38,8 @@ var HostCommands = map[string]string{
 	"ctr":        "containerd",
 	"runc":       "runc",
 	"ip":         "iproute2",
-	"go":         "(the Go toolchain, to build the pause image)",
+	"go":         "(the Go toolchain, to fetch the pause image's source)",
+	"gcc":        "gcc",
 }
 
 // Cluster is a running single-node cluster started by Start.
@@ -104,7 +105,7 @@ func Check(bin string) error {
 	for _, c := range sortedKeys(HostCommands) {
 		if _, err := exec.LookPath(c); err != nil {
 			if c == "go" {
-				missing = append(missing, errors.New("go not in PATH (the pause image is built at start)"))
+				missing = append(missing, errors.New("go not in PATH (the pause image's source is fetched at start)"))
 				continue
 			}
 			if !slices.Contains(pkgs, HostCommands[c]) {

@@ -5,8 +5,10 @@
 // containerd and runc from Debian, and a CNI bridge as the pod network
 // (the bridge, host-local and loopback plugins of bin/cni). It follows the
 // recipe of ../shared/notes/realcluster.md; the PKI is made in Go
-// (crypto/x509), the sandbox (pause) image is built from ./pause with
-// go-containerregistry and imported into containerd at every start.
+// (crypto/x509), the sandbox (pause) image is Kubernetes' own pause,
+// compiled from build/pause/linux/pause.c of the k8s.io/kubernetes module
+// the kubelet is built from, packed with go-containerregistry and
+// imported into containerd at every start (BuildPauseImage).
 //
 // One cluster runs per machine: it takes the fixed node IP NodeIP (a /32
 // on lo, since the kubelet and the apiserver refuse loopback addresses),

@@ -70,7 +70,7 @@ func WriteBinaryImage(img BinaryImage, archive string) error {
 }
 
 // BuildStatic builds the main package pkg (an import path of this module,
-// e.g. "./internal/testing/cluster/pause", relative to the repository
+// e.g. "./internal/testing/cluster/echoserver", relative to the repository
 // root) into out as a static, reproducible binary (CGO_ENABLED=0,
 // -trimpath, no build ID).
 func BuildStatic(ctx context.Context, pkg, out string) error {

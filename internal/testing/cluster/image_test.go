@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// TestPauseImageIsReproducible builds the pause image twice from separate
-// builds and checks that the archives are byte-identical, and that the
+// TestPauseImageIsReproducible builds the pause image (Kubernetes' pause.c)
+// twice from separate builds and checks that the archives are byte-identical, and that the
 // image is what containerd needs: linux/GOARCH, the entrypoint, no
 // creation time, one layer holding /pause (mode 0755, owner 0:0, epoch
 // timestamps).
@@ -29,7 +29,7 @@ func TestPauseImageIsReproducible(t *testing.T) {
 	var archives [][]byte
 	for _, n := range []string{"a.tar", "b.tar"} {
 		p := filepath.Join(dir, n)
-		if err := BuildGoImage(ctx, "./internal/testing/cluster/pause", PauseImage, p); err != nil {
+		if err := BuildPauseImage(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(p)

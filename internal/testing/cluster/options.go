@@ -34,8 +34,8 @@ const (
 	// LockDir holds the machine-wide lock and owner record, and
 	// containerd's state directory.
 	LockDir = "/run/converge-cluster"
-	// PauseImage is the sandbox image reference, built from ./pause and
-	// imported at every start.
+	// PauseImage is the sandbox image reference: Kubernetes' pause built
+	// from its source (BuildPauseImage) and imported at every start.
 	PauseImage = "localhost/converge/pause:1"
 	// DefaultKubeletRootDir is the kubelet's usual root directory, where
 	// upstream DaemonSets (CSI node plugins) expect it.

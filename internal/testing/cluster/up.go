@@ -80,7 +80,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		archive := filepath.Join(st.Dir, "images", "pause.tar")
-		if err := BuildGoImage(gctx, "./internal/testing/cluster/pause", PauseImage, archive); err != nil {
+		if err := BuildPauseImage(gctx, archive); err != nil {
 			return fmt.Errorf("cluster: sandbox image: %w", err)
 		}
 		select {
