@@ -196,11 +196,16 @@ func (r *Reconciler) event(s *v1alpha1.Sync, revision, typ, reason, msg string) 
 
 // interval is spec.interval plus up to Options.Jitter of it.
 func (r *Reconciler) interval(s *v1alpha1.Sync) time.Duration {
-	d := s.Spec.Interval.Duration
-	if d <= 0 {
-		d = DefaultInterval
-	}
+	d := specInterval(s)
 	return d + time.Duration(rand.Float64()*r.Options.Jitter*float64(d))
+}
+
+// specInterval is s's spec.interval, else DefaultInterval.
+func specInterval(s *v1alpha1.Sync) time.Duration {
+	if d := s.Spec.Interval.Duration; d > 0 {
+		return d
+	}
+	return DefaultInterval
 }
 
 // retryInterval is s's spec.retryInterval, else Options.RetryInterval.

@@ -2,7 +2,6 @@ package synccontroller
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +28,7 @@ import (
 func (r *Reconciler) refreshStage(ctx context.Context, s *v1alpha1.Sync, out outcome) (outcome, bool) {
 	key := client.ObjectKeyFromObject(s)
 	last, ok := r.settled.get(key)
-	if why := refreshBlocked(s, last, ok, r.settledFor(s)); why != "" {
+	if why := refreshBlocked(s, last, ok, specInterval(s)); why != "" {
 		log.FromContext(ctx).V(1).Info("status-only change: reconciling in full", "why", why)
 		return out, false
 	}
@@ -38,9 +37,7 @@ func (r *Reconciler) refreshStage(ctx context.Context, s *v1alpha1.Sync, out out
 		log.FromContext(ctx).V(1).Info("status-only change: reconciling in full", "why", "the target changed or is unsettled")
 		return out, false
 	}
-	pp := *p
-	pp.Options.HealthGates = pp.Options.HealthGates && s.WaitEnabled()
-	pp.Options.Wait = pp.Options.Wait && s.WaitEnabled()
+	pp := forSync(p, s, syncTimeout(s))
 	revision := last.artifact.Revision
 	t.own.begin(key)
 	pp.Options.Wrote = func(id, version string) { t.own.wrote(key, id, version) }
@@ -63,10 +60,7 @@ func (r *Reconciler) refreshStage(ctx context.Context, s *v1alpha1.Sync, out out
 	}
 	out.artifact, out.target, out.digest = &last.artifact, t.name, last.rendering.digest
 	out.result, out.refreshed = res, true
-	if failed := failedComponents(res); failed != "" && s.WaitEnabled() {
-		out.failure = &failure{reason: v1alpha1.HealthCheckFailedReason, applied: true,
-			err: fmt.Errorf("revision %s in %s: %s", revision, t.name, failed)}
-	}
+	out.failure = healthFailure(s, res, revision, t.name)
 	return out, true
 }
 
@@ -93,15 +87,6 @@ func refreshBlocked(s *v1alpha1.Sync, last settledSync, ok bool, interval time.D
 func requested(s *v1alpha1.Sync) bool {
 	v, ok := s.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	return ok && v != s.Status.LastHandledReconcileAt
-}
-
-// settledFor is s's spec.interval, else DefaultInterval: how long a
-// settled reconcile stands before the next fetch.
-func (r *Reconciler) settledFor(s *v1alpha1.Sync) time.Duration {
-	if d := s.Spec.Interval.Duration; d > 0 {
-		return d
-	}
-	return DefaultInterval
 }
 
 // settle records, after the stages ran, whether out applied every stage

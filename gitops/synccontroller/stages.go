@@ -244,13 +244,7 @@ func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *s
 // failure (HealthCheckFailed); a failed Pipeline.Sync is classified by
 // applyReason. The result is returned with either.
 func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, f fetched, rd rendering, timeout time.Duration) (*reconciler.Result, *failure) {
-	pp := *f.pipeline
-	pp.Options.Prune = s.PruneEnabled()
-	pp.Options.HealthGates = pp.Options.HealthGates && s.WaitEnabled()
-	pp.Options.Wait = pp.Options.Wait && s.WaitEnabled()
-	if pp.Options.WaitTimeout <= 0 || pp.Options.WaitTimeout > timeout {
-		pp.Options.WaitTimeout = timeout
-	}
+	pp := forSync(f.pipeline, s, timeout)
 	revision := f.artifact.Revision
 	store := StatusStore{Sync: s, Write: func(ctx context.Context) error { return st.patch(ctx, s) }}
 	key := client.ObjectKeyFromObject(s)
@@ -277,10 +271,31 @@ func (r *Reconciler) applyStage(ctx context.Context, s *v1alpha1.Sync, st *statu
 	}
 	hc := rd.rendered.HyperConverged
 	f.target.watch(ctx, r.ctrl, gvks(rd.rendered), types.NamespacedName{Namespace: hc.GetNamespace(), Name: hc.GetName()}, key)
-	if failed := failedComponents(res); failed != "" && s.WaitEnabled() {
-		return res, &failure{reason: v1alpha1.HealthCheckFailedReason, applied: true, err: fmt.Errorf("revision %s in %s: %s", revision, f.target.name, failed)}
+	return res, healthFailure(s, res, revision, f.target.name)
+}
+
+// forSync gives a copy of p set for s: prune per spec.prune, health
+// gates and waits only with spec.wait, waits bounded by timeout.
+func forSync(p *reconciler.Pipeline, s *v1alpha1.Sync, timeout time.Duration) reconciler.Pipeline {
+	pp := *p
+	pp.Options.Prune = s.PruneEnabled()
+	pp.Options.HealthGates = pp.Options.HealthGates && s.WaitEnabled()
+	pp.Options.Wait = pp.Options.Wait && s.WaitEnabled()
+	if pp.Options.WaitTimeout <= 0 || pp.Options.WaitTimeout > timeout {
+		pp.Options.WaitTimeout = timeout
 	}
-	return res, nil
+	return pp
+}
+
+// healthFailure is, with spec.wait, the HealthCheckFailed failure of a
+// revision whose every stage was applied into target but whose
+// components res reports Failed; nil otherwise.
+func healthFailure(s *v1alpha1.Sync, res *reconciler.Result, revision, target string) *failure {
+	failed := failedComponents(res)
+	if failed == "" || !s.WaitEnabled() {
+		return nil
+	}
+	return &failure{reason: v1alpha1.HealthCheckFailedReason, applied: true, err: fmt.Errorf("revision %s in %s: %s", revision, target, failed)}
 }
 
 // applyReason classifies a Pipeline.Sync error as a Ready reason: the

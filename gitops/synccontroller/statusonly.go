@@ -1,6 +1,7 @@
 package synccontroller
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 
@@ -45,20 +46,7 @@ func statusOnly(gk schema.GroupKind, old, cur *metav1.PartialObjectMetadata) boo
 	if cur.Generation == 0 || cur.Generation != old.Generation {
 		return false
 	}
-	return equalMaps(old.Labels, cur.Labels) && equalMaps(old.Annotations, cur.Annotations) &&
+	return maps.Equal(old.Labels, cur.Labels) && maps.Equal(old.Annotations, cur.Annotations) &&
 		reflect.DeepEqual(old.Finalizers, cur.Finalizers) && reflect.DeepEqual(old.OwnerReferences, cur.OwnerReferences) &&
 		old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
-}
-
-// equalMaps compares two string maps, nil and empty alike.
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

@@ -134,21 +134,11 @@ func (e *Engine) deriveRoles(kind string, cr *unstructured.Unstructured, b []byt
 	if err := v.LookupPath(cue.ParsePath("refusals")).Decode(&out.Refusals); err != nil {
 		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
 	}
-	objs := v.LookupPath(cue.ParsePath("objects"))
-	if err := objs.Validate(cue.Concrete(true)); err != nil {
-		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
-	}
-	it, err := objs.Fields()
+	objs, err := decodeObjects(v.LookupPath(cue.ParsePath("objects")))
 	if err != nil {
-		return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
+		return nil, fmt.Errorf("roles of %s: %w", what, err)
 	}
-	for it.Next() {
-		var obj map[string]any
-		if err := it.Value().Decode(&obj); err != nil {
-			return nil, fmt.Errorf("roles of %s: %w", what, Format(err))
-		}
-		out.Objects = append(out.Objects, &unstructured.Unstructured{Object: obj})
-	}
+	out.Objects = objs
 	var bundles []string
 	if b := v.LookupPath(cue.ParsePath("bundles")); b.Exists() {
 		if err := b.Decode(&bundles); err != nil {
@@ -188,20 +178,9 @@ func (e *Engine) bundle(name string) ([]*unstructured.Unstructured, error) {
 	if !v.Exists() {
 		return nil, fmt.Errorf("no bundle %q (components/graph.cue Bundles)", name)
 	}
-	if err := v.Validate(cue.Concrete(true)); err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
-	}
-	it, err := v.Fields()
+	objs, err := decodeObjects(v)
 	if err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
-	}
-	var objs []*unstructured.Unstructured
-	for it.Next() {
-		var obj map[string]any
-		if err := it.Value().Decode(&obj); err != nil {
-			return nil, fmt.Errorf("bundle %s: %w", name, Format(err))
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: obj})
+		return nil, fmt.Errorf("bundle %s: %w", name, err)
 	}
 	if e.bundles == nil {
 		e.bundles = map[string][]*unstructured.Unstructured{}
@@ -254,4 +233,25 @@ func crError(kind string, err error) error {
 		lines = append(lines, l)
 	}
 	return &Error{Lines: lines}
+}
+
+// decodeObjects decodes v, a struct of objects by key (a #RolesOf objects
+// or a bundle), concrete, in field order; errors are CUE's, formatted.
+func decodeObjects(v cue.Value) ([]*unstructured.Unstructured, error) {
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return nil, Format(err)
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, Format(err)
+	}
+	var objs []*unstructured.Unstructured
+	for it.Next() {
+		var obj map[string]any
+		if err := it.Value().Decode(&obj); err != nil {
+			return nil, Format(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: obj})
+	}
+	return objs, nil
 }
