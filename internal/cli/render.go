@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
-	"github.com/converge-dev/converge/internal/graph/facts"
 )
 
 func newRender(g *globals) *cobra.Command {
@@ -119,5 +118,3 @@ func printObjects(g *globals, objs []*unstructured.Unstructured, output string) 
 	}
 	return nil
 }
-
-func loadFacts(path string) (map[string]any, error) { return facts.Load(path) }

@@ -80,12 +80,9 @@ func (g *globals) load(ctx context.Context, path string, derive bool) (*graph.Re
 	if !derive {
 		return nil, e.VetContext(ctx, cfg)
 	}
-	f, err := loadFacts(g.facts)
-	if err != nil {
-		return nil, err
-	}
+	var f map[string]any // none: the schema's defaults
 	if g.facts != "" {
-		if err := e.CheckFactsFile(g.facts); err != nil {
+		if f, err = e.FactsFile(g.facts); err != nil {
 			return nil, err
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/converge-dev/converge/internal/graph"
-	factspkg "github.com/converge-dev/converge/internal/graph/facts"
 )
 
 // TestDerive runs the derivation rules in testdata/derive/<component>/*.txtar:
@@ -72,7 +71,7 @@ func runDeriveCase(t *testing.T, e *graph.Engine, path string) {
 		if err := os.WriteFile(fp, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if facts, err = factspkg.Load(fp); err != nil {
+		if facts, err = e.FactsFile(fp); err != nil {
 			t.Fatalf("facts.yaml: %v", err)
 		}
 	}

@@ -22,6 +22,11 @@ func Format(err error) error {
 	for _, e := range errors.Errors(err) {
 		format, args := e.Msg()
 		msg := fmt.Sprintf(format, shorten(args)...)
+		if msg == "" || strings.Contains(msg, "%!") {
+			// A plain error CUE wrapped (the YAML decoder's): its own
+			// text, which carries its position.
+			msg = e.Error()
+		}
 		path := strings.Join(e.Path(), ".")
 		pos := bestPos(e)
 		line := msg

@@ -7,7 +7,6 @@ package facts
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,28 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
-
-// Load reads a facts file (YAML or JSON with #ClusterFacts' field names:
-// platform, controlPlaneNodes, workerNodes, controlPlaneArchitectures,
-// workloadArchitectures, apiServerTLSSecurityProfile, baseDomain,
-// tektonPipelines). An empty path gives nil (the schema defaults).
-// Validation happens in the graph.
-func Load(path string) (map[string]any, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("facts: %w", err)
-	}
-	m := map[string]any{}
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("facts file %s: %w", path, err)
-	}
-	return m, nil
-}
 
 // TektonTask is the kind whose being served makes the tektonPipelines
 // fact true.
