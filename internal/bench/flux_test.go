@@ -347,7 +347,7 @@ func convergeSide(b *testing.B, exe string) sideFigures {
 	}
 	time.Sleep(2 * time.Second)
 	s.steadyRSS = rssMiB(b, run.cmd.Process.Pid)
-	s.rssDetail = fmt.Sprintf("converge-controller %.0f MiB", s.steadyRSS)
+	s.rssDetail = rssDetail(b, "converge-controller", run.cmd.Process.Pid)
 	reportSide(b, s)
 	return s
 }
@@ -574,9 +574,8 @@ func fluxSide(b *testing.B, fluxDir, kubectl string) sideFigures {
 	time.Sleep(2 * time.Second)
 	var detail []string
 	for _, p := range procs {
-		rss := rssMiB(b, p.cmd.Process.Pid)
-		s.steadyRSS += rss
-		detail = append(detail, fmt.Sprintf("%s %.0f MiB", p.name, rss))
+		s.steadyRSS += rssMiB(b, p.cmd.Process.Pid)
+		detail = append(detail, rssDetail(b, p.name, p.cmd.Process.Pid))
 	}
 	s.rssDetail = strings.Join(detail, " + ")
 	reportSide(b, s)

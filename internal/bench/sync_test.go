@@ -3,12 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,10 +57,15 @@ const migrations = "parallelMigrationsPerCluster: "
 //     10 ms). Reported: the median (median-ms) and its ratio to the
 //     floor's median (x-floor), and the controller's resident memory
 //     (VmRSS) idle with no Sync (idle-RSS-MiB) and at steady state after
-//     the iterations (steady-RSS-MiB), with the live Go heap then
-//     (steady-heap-MiB, go_memstats_heap_inuse_bytes), and from its
-//     histograms the successful reconciles per iteration (reconciles/op)
-//     and their mean duration (reconcile-ms) and fetch time (fetch-ms).
+//     the iterations (steady-RSS-MiB, of which steady-RSS-file-MiB are
+//     mapped file pages: the executable's text and read-only data), with
+//     the Go heap in use then (steady-heap-MiB,
+//     go_memstats_heap_inuse_bytes, garbage not yet collected included),
+//     and from its histograms the successful reconciles per iteration
+//     (reconciles/op) and their mean duration (reconcile-ms) and fetch
+//     time (fetch-ms). With CONVERGE_BENCH_PROFILES=<dir>, the
+//     controller's heap profiles, idle and steady, are written there (see
+//     saveHeapProfile): their inuse_space is the live heap after a GC.
 func BenchmarkCommitToApplied(b *testing.B) {
 	exe := buildController(b)
 	var floor time.Duration
@@ -180,7 +187,9 @@ func webhookApply(b *testing.B, exe string) []time.Duration {
 	after := scrape(b, run.metricsURL)
 	reportPhases(b, before, after, len(ds))
 	b.ReportMetric(rssMiB(b, run.cmd.Process.Pid), "steady-RSS-MiB")
+	b.ReportMetric(rssParts(b, run.cmd.Process.Pid).File, "steady-RSS-file-MiB")
 	b.ReportMetric(gauge(after, "go_memstats_heap_inuse_bytes")/(1<<20), "steady-heap-MiB")
+	run.saveHeapProfile(b, "steady")
 	return ds
 }
 
@@ -193,8 +202,35 @@ type convergeRun struct {
 	// hookURL is the Sync's push receiver, metricsURL the controller's
 	// Prometheus endpoint, dir holds controller.log.
 	hookURL, metricsURL, dir string
+	// pprofURL is the controller's /debug/pprof/ endpoint.
+	pprofURL string
 	// idleRSS is the controller's VmRSS in MiB once ready, before the Sync.
 	idleRSS float64
+}
+
+// saveHeapProfile writes the controller's heap profile to
+// $CONVERGE_BENCH_PROFILES/converge-controller-<b's name>-<when>.heap
+// when that variable names a directory; otherwise it does nothing. Read
+// it with `go tool pprof -sample_index=inuse_space`.
+func (r *convergeRun) saveHeapProfile(b *testing.B, when string) {
+	dir := os.Getenv("CONVERGE_BENCH_PROFILES")
+	if dir == "" {
+		return
+	}
+	resp, err := http.Get(r.pprofURL + "heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(b.Name())
+	f, err := os.Create(filepath.Join(dir, "converge-controller-"+name+"-"+when+".heap"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // startConverge runs the converge-controller binary exe against API server
@@ -222,11 +258,12 @@ func startConverge(b *testing.B, exe string, e *controlplane.Env, c client.Clien
 	if err := e.Kubeconfig(kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	probe, hook, metricsPort := controlplane.FreePort(b), controlplane.FreePort(b), controlplane.FreePort(b)
+	probe, hook, metricsPort, pprofPort := controlplane.FreePort(b), controlplane.FreePort(b), controlplane.FreePort(b), controlplane.FreePort(b)
 	cmd := exec.Command(exe, "--kubeconfig", kubeconfig, "--webhook=false", "--cache-dir", filepath.Join(dir, "cache"),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe),
-		"--receiver-bind-address", fmt.Sprintf("127.0.0.1:%d", hook))
+		"--receiver-bind-address", fmt.Sprintf("127.0.0.1:%d", hook),
+		"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	logs, err := os.Create(filepath.Join(dir, "controller.log"))
 	if err != nil {
 		b.Fatal(err)
@@ -246,7 +283,9 @@ func startConverge(b *testing.B, exe string, e *controlplane.Env, c client.Clien
 	time.Sleep(2 * time.Second)
 	run := &convergeRun{cmd: cmd, c: c, dir: dir, idleRSS: rssMiB(b, cmd.Process.Pid),
 		key:        types.NamespacedName{Namespace: "converge", Name: "bench"},
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		pprofURL:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pprofPort)}
+	run.saveHeapProfile(b, "idle")
 
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: run.key.Namespace}},
@@ -405,6 +444,22 @@ func reportPhases(b *testing.B, before, after map[string]*dto.MetricFamily, n in
 	c0, _ := histogram(before, "converge_status_refresh_duration_seconds")
 	c1, _ := histogram(after, "converge_status_refresh_duration_seconds")
 	b.ReportMetric(float64(c1-c0)/float64(n), "refreshes/op")
+}
+
+// rssParts reads the anonymous and file-backed resident memory of process
+// pid from /proc.
+func rssParts(b *testing.B, pid int) measure.RSS {
+	r, err := measure.RSSPartsMiB(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// rssDetail names process pid's resident memory: "name N MiB (file F)",
+// F being the mapped file pages (the executable's) within N.
+func rssDetail(b *testing.B, name string, pid int) string {
+	return fmt.Sprintf("%s %.0f MiB (file %.0f)", name, rssMiB(b, pid), rssParts(b, pid).File)
 }
 
 // rssMiB reads the resident set size of process pid from /proc.

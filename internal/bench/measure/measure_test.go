@@ -45,6 +45,31 @@ func TestRequests(t *testing.T) {
 	}
 }
 
+func TestRSSParts(t *testing.T) {
+	for _, tc := range []struct {
+		name, status string
+		want         RSS
+		err          string
+	}{
+		{"both", "VmRSS:\t 3072 kB\nRssAnon:\t 1024 kB\nRssFile:\t 2048 kB\nRssShmem:\t0 kB\n", RSS{Anon: 1, File: 2}, ""},
+		{"no file line", "RssAnon:\t1024 kB\n", RSS{}, "no RssFile"},
+		{"no anon line", "RssFile:\t1024 kB\n", RSS{}, "no RssAnon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := RSSParts(tc.status)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("RSSParts = %v, %v; want an error containing %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("RSSParts = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestVmRSS(t *testing.T) {
 	for _, tc := range []struct {
 		name, status string
