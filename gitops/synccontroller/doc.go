@@ -25,13 +25,15 @@
 // conditions, history, revisions, event, metrics and log line from that
 // outcome in one place, as kustomize-controller finalizes its status from
 // the reconcile's result. The one status write before that is the
-// "Progressing" patch between render and apply of a new revision.
+// "Progressing" patch of a new revision, sent while it renders and
+// finished before the apply.
 //
 // Condition semantics (decided in report):
 //   - Ready=True ReconciliationSucceeded: the last revision is applied and
 //     every stage passed its health gate; Reconciling and Stalled absent.
 //   - Reconciling=True Progressing while a new revision or generation is
-//     being applied (patched before the apply starts); WaitingForHealth
+//     being rendered and applied (patched before the apply starts);
+//     WaitingForHealth
 //     while components wait for their dependencies' health.
 //   - Ready=False with a failure reason and Reconciling=True
 //     ProgressingWithRetry for errors a retry may fix: FetchFailed,

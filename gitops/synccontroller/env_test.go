@@ -43,6 +43,7 @@ import (
 // running the Reconciler against cluster 1.
 type testEnv struct {
 	c1, c2      client.Client
+	w1          client.WithWatch // watches cluster 1
 	kubeconfig2 []byte
 	repo        *gitserver.Repo
 	git         *gitserver.HTTP
@@ -96,6 +97,9 @@ func startEnvWith(t *testing.T, tune func(*synccontroller.Options)) *testEnv {
 	e := &testEnv{ns: "converge"}
 	scheme := newScheme()
 	if e.c1, err = client.New(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if e.w1, err = client.NewWithWatch(cps[0].Config, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
 	if e.c2, err = client.New(cps[1].Config, client.Options{Scheme: scheme}); err != nil {
@@ -275,6 +279,33 @@ func (e *testEnv) commit(t *testing.T, msg, old, new string) string {
 
 func (e *testEnv) head(t *testing.T) string {
 	return "main@sha1:" + gitserver.Git(t, e.repo.Dir, "rev-parse", "HEAD")
+}
+
+// statuses records every version of the Sync key written to cluster 1
+// from now on until the returned func is called; that func gives them in
+// order.
+func (e *testEnv) statuses(t *testing.T, key types.NamespacedName) func() []*v1alpha1.Sync {
+	t.Helper()
+	w, err := e.w1.Watch(context.Background(), &v1alpha1.SyncList{}, client.InNamespace(key.Namespace),
+		client.MatchingFields{"metadata.name": key.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []*v1alpha1.Sync
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if s, ok := ev.Object.(*v1alpha1.Sync); ok {
+				seen = append(seen, s)
+			}
+		}
+	}()
+	return func() []*v1alpha1.Sync {
+		w.Stop()
+		<-done
+		return seen
+	}
 }
 
 func ready(s *v1alpha1.Sync) bool {

@@ -121,8 +121,8 @@ func metricsKey(s *v1alpha1.Sync) metrics.SyncKey {
 // Reconcile handles one Sync: the finalizer and deletion policy, then the
 // stages (reconcile: suspend, dependsOn, fetch → render → apply into the
 // target) and the report of their outcome (report); it writes the status
-// (one merge patch of what changed, plus one "Progressing" patch before
-// applying a new revision or generation) and requeues after
+// (one merge patch of what changed, plus one "Progressing" patch while
+// rendering a new revision or generation, done before the apply) and requeues after
 // spec.interval plus jitter, sooner while components wait for health or
 // after an error a retry may fix. Errors are reported in the status and
 // events, not returned (a returned error means the status could not be

@@ -94,8 +94,8 @@ type fetched struct {
 // when only status-only changes asked for it (statusOnly) and
 // refreshStage accepts, a status refresh, else fetch → render → apply,
 // each returning its value, under spec.timeout.
-// The only status it writes is the "Progressing" patch between render and
-// apply of a new revision or generation (reportProgress); a failed fetch
+// The only status it writes is the "Progressing" patch of a new revision
+// or generation, sent while it renders (reportProgress); a failed fetch
 // or render is also reported on the HyperConverged the Sync applied last
 // (reportOnHC). Everything else is report's.
 func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, start time.Time, statusOnly bool) outcome {
@@ -129,12 +129,13 @@ func (r *Reconciler) reconcile(ctx context.Context, s *v1alpha1.Sync, st *status
 	out.artifact, out.target = &f.artifact, f.target.name
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("revision", f.artifact.Revision))
 
+	progressed := r.reportProgress(ctx, s, st, out) // beside the render
 	rd, fail := r.renderStage(ctx, s, f.target, f.artifact)
+	progressed()
 	if fail != nil {
 		return r.failed(ctx, s, f.pipeline, out, fail)
 	}
 	out.digest = rd.digest
-	r.reportProgress(ctx, s, st, out)
 
 	out.result, out.failure = r.applyStage(ctx, s, st, f, rd, timeout)
 	out.synced = true
@@ -218,20 +219,32 @@ func (r *Reconciler) renderStage(ctx context.Context, s *v1alpha1.Sync, t *targe
 	return rd, nil
 }
 
-// reportProgress patches s's status before a new revision or generation
-// is applied, so that a long apply shows: the fetched revision
+// reportProgress marks s, before a new revision or generation is
+// rendered and applied, so that a long apply shows: the fetched revision
 // (recordSource) and Reconciling/Ready Progressing "Applying revision
-// <revision> to <target>". A failed patch is logged; the final patch
-// carries the status anyway.
-func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, out outcome) {
+// <revision> to <target>". It patches that status from a copy of s in
+// the background, so the API server's write overlaps the render (CPU
+// bound); the returned func waits for the patch and must be called before
+// s's status is written again. A failed patch is logged; the final patch
+// carries the status anyway. A render that then fails turns the status
+// Stalled RenderFailed in that final patch.
+func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, out outcome) (wait func()) {
 	if out.artifact.Revision == out.prevApplied && s.Generation == s.Status.ObservedGeneration {
-		return
+		return func() {}
 	}
 	recordSource(s, out.artifact)
 	markProgressing(s, v1alpha1.ProgressingReason, fmt.Sprintf("Applying revision %s to %s", out.artifact.Revision, out.target))
-	if err := st.patch(ctx, s); err != nil {
-		log.FromContext(ctx).Error(err, "reporting progress")
-	}
+	// The patch decodes the server's answer into its object: a copy, as
+	// the render reads s meanwhile.
+	progressing := s.DeepCopy()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := st.patch(ctx, progressing); err != nil {
+			log.FromContext(ctx).Error(err, "reporting progress")
+		}
+	}()
+	return func() { <-done }
 }
 
 // applyStage applies the rendering with the target's Pipeline (prune per

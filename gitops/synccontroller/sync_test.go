@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -255,10 +256,29 @@ func TestSync(t *testing.T) {
 		before, _ := e.wait(t, local, time.Minute, "Ready", ready)
 		lbl := map[string]string{"namespace": e.ns, "name": local.Name}
 		reconciles := e.settled(t, "converge_reconcile_duration_seconds", lbl)
+		written := e.statuses(t, local)
 		rev := e.commit(t, "six migrations", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6")
 		req := e.request(t, local)
 		s, d := e.wait(t, local, time.Minute, "new revision applied", readyAt(rev))
 		t.Logf("new commit applied %s after the reconcile request", d)
+		// The Progressing status, patched while the revision renders, is
+		// written before the apply changes the KubeVirt (resourceVersions
+		// of one etcd compared).
+		var progressRV string
+		for _, w := range written() {
+			if c := condition(w, v1alpha1.ReadyCondition); c.Reason == v1alpha1.ProgressingReason && strings.Contains(c.Message, "Applying revision "+rev) {
+				progressRV = w.ResourceVersion
+				break
+			}
+		}
+		kvApplied, err := get(e.c1, "kubevirt.io/v1", "KubeVirt", kvKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.ParseInt(progressRV, 10, 64)
+		if k, _ := strconv.ParseInt(kvApplied.GetResourceVersion(), 10, 64); progressRV == "" || p >= k {
+			t.Errorf("Progressing status of %s at resourceVersion %q, want one before the KubeVirt's %s", rev, progressRV, kvApplied.GetResourceVersion())
+		}
 		// The apply patches the HyperConverged and the KubeVirt, whose
 		// watch events are converge's own writes, not drift: one commit,
 		// one reconcile.
