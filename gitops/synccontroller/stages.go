@@ -224,10 +224,13 @@ func (r *Reconciler) renderStage(ctx context.Context, s *v1alpha1.Sync, t *targe
 // (recordSource) and Reconciling/Ready Progressing "Applying revision
 // <revision> to <target>". It patches that status from a copy of s in
 // the background, so the API server's write overlaps the render (CPU
-// bound); the returned func waits for the patch and must be called before
-// s's status is written again. A failed patch is logged; the final patch
-// carries the status anyway. A render that then fails turns the status
-// Stalled RenderFailed in that final patch.
+// bound); the returned func waits for the patch, then takes the object
+// the API server answered into s (its resourceVersion included, which the
+// next merge patch would otherwise send back stale and be refused), and
+// must be called before s is read or written again by anything but the
+// render. A failed patch is logged; the final patch carries the status
+// anyway. A render that then fails turns the status Stalled RenderFailed
+// in that final patch.
 func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *statusPatcher, out outcome) (wait func()) {
 	if out.artifact.Revision == out.prevApplied && s.Generation == s.Status.ObservedGeneration {
 		return func() {}
@@ -237,14 +240,15 @@ func (r *Reconciler) reportProgress(ctx context.Context, s *v1alpha1.Sync, st *s
 	// The patch decodes the server's answer into its object: a copy, as
 	// the render reads s meanwhile.
 	progressing := s.DeepCopy()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := st.patch(ctx, progressing); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- st.patch(ctx, progressing) }()
+	return func() {
+		if err := <-done; err != nil {
 			log.FromContext(ctx).Error(err, "reporting progress")
+			return
 		}
-	}()
-	return func() { <-done }
+		progressing.DeepCopyInto(s)
+	}
 }
 
 // applyStage applies the rendering with the target's Pipeline (prune per

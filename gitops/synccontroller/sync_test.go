@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/gitops/receiver"
@@ -62,10 +64,11 @@ func (e *testEnv) events(t *testing.T, name string) map[string][]string {
 	return out
 }
 
-// metric sums the samples of family whose labels include want.
+// metric sums the samples of family whose labels include want, from the
+// Reconciler's registry and controller-runtime's.
 func (e *testEnv) metric(t *testing.T, family string, want map[string]string) float64 {
 	t.Helper()
-	fams, err := e.reg.Gather()
+	fams, err := prometheus.Gatherers{e.reg, ctrlmetrics.Registry}.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +259,7 @@ func TestSync(t *testing.T) {
 		before, _ := e.wait(t, local, time.Minute, "Ready", ready)
 		lbl := map[string]string{"namespace": e.ns, "name": local.Name}
 		reconciles := e.settled(t, "converge_reconcile_duration_seconds", lbl)
+		errs := e.metric(t, "controller_runtime_reconcile_errors_total", nil)
 		written := e.statuses(t, local)
 		rev := e.commit(t, "six migrations", "parallelMigrationsPerCluster: 5", "parallelMigrationsPerCluster: 6")
 		req := e.request(t, local)
@@ -284,6 +288,11 @@ func TestSync(t *testing.T) {
 		// one reconcile.
 		if n := e.settled(t, "converge_reconcile_duration_seconds", lbl) - reconciles; n != 1 {
 			t.Errorf("%v reconciles for one commit, want 1", n)
+		}
+		// A reconcile whose status patch fails records no duration but
+		// an error, and is retried.
+		if n := e.metric(t, "controller_runtime_reconcile_errors_total", nil) - errs; n != 0 {
+			t.Errorf("%v reconcile errors for one commit, want 0", n)
 		}
 		if s.Status.LastHandledReconcileAt != req {
 			t.Errorf("lastHandledReconcileAt %q, want %q", s.Status.LastHandledReconcileAt, req)
