@@ -67,3 +67,40 @@ func TestSpoolReadAt(t *testing.T) {
 		})
 	}
 }
+
+// TestSpoolTruncateEmpty: Truncate(0) of a spool whose file is still empty
+// makes no ftruncate (on ext4 that would make the spool's close start
+// writeback of everything written, and its removal wait for it), yet
+// starts an attempt; a spool with bytes is truncated. The file is opened
+// read-only, so an ftruncate fails and shows.
+func TestSpoolTruncateEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		wantErr bool
+	}{
+		{name: "empty file", content: nil, wantErr: false},
+		{name: "file with bytes", content: []byte("QFI\xfb"), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "spool")
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			s := newSpool(f)
+			gen := s.gen
+			err = s.Truncate(0)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Truncate(0): %v; expected an error: %v", err, tc.wantErr)
+			}
+			if s.gen != gen+1 || s.head != 0 {
+				t.Errorf("after Truncate(0): attempt %d, head %d; expected attempt %d, head 0", s.gen, s.head, gen+1)
+			}
+		})
+	}
+}
