@@ -31,6 +31,13 @@
 // on the complete file. qemu-img convert flushes its output, so a
 // converted image of the final size is renamed without another fsync.
 //
+// The disk writes overlap the download: while a raw body is written to
+// the temporary file, and while qemu-img convert writes its output, the
+// importer starts their writeback (sync_file_range
+// SYNC_FILE_RANGE_WRITE, see flusher), so the final fsync or fdatasync
+// waits for the last pages only. A qcow2 temporary, removed after the
+// conversion, is never written back.
+//
 // ImportRegistry runs the same steps on the disk of a containerDisk image
 // (CDI's pkg/importer/registry-datasource.go): pulled with
 // go-containerregistry (nodeplane/containerdisk, shared with the VM

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -50,7 +51,24 @@ var progressRE = regexp.MustCompile(`\((\d+\.\d+)/100%\)`)
 // qemuConvertRaw runs `qemu-img convert -t writeback -p -f FORMAT -O raw
 // -S 4k src dst` (CDI pkg/image/qemu.go ConvertToRawStream, plus -S 4k for
 // holes), calling onPercent with each parsed percentage.
+//
+// If dst exists (the empty temporary made for it; qemu-img keeps its
+// inode), each progress line also starts the writeback of what qemu-img
+// has written so far (see flusher), so its closing fdatasync finds most
+// of the image on disk.
 func qemuConvertRaw(ctx context.Context, bin, format, src, dst string, onPercent func(float64)) error {
+	if out, err := os.Open(dst); err == nil {
+		fl := newFlusher(out)
+		defer out.Close()
+		defer fl.stop()
+		next := onPercent
+		onPercent = func(p float64) {
+			fl.poke()
+			if next != nil {
+				next(p)
+			}
+		}
+	}
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "convert", "-t", "writeback", "-p", "-f", format, "-O", "raw", "-S", "4k", src, dst)
 	cmd.Stderr = &stderr

@@ -22,6 +22,18 @@ type spool struct {
 	ended  bool  // the fill is over (see endErr)
 	endErr error
 
+	// flushOn: the current attempt's body is not qcow2, so every
+	// flushStep bytes written (flushed: up to where) start writeback
+	// (flush, made on first use): such a spool is usually the image
+	// itself, renamed into place after an fsync. A qcow2 spool is removed
+	// after conversion; writing it to disk would only take bandwidth from
+	// the converted image. Other formats qemu-img converts (vmdk, vhd,
+	// ...) are flushed too: the sniff does not know them, and the cost is
+	// disk bandwidth only.
+	flushOn bool
+	flush   *flusher
+	flushed int64
+
 	// start is closed once the first attempt knows its body: total bytes
 	// (-1: unknown) and whether it is qcow2.
 	start    chan struct{}
@@ -56,6 +68,7 @@ func (s *spool) Truncate(size int64) error {
 	if size == 0 {
 		s.gen++
 		s.head = 0
+		s.flushOn, s.flushed = false, 0
 	} else if err == nil && size > s.head {
 		s.head = size
 	}
@@ -77,6 +90,13 @@ func (s *spool) written(off int64) {
 		s.head = off
 		s.cond.Broadcast()
 	}
+	if s.flushOn && off-s.flushed >= flushStep {
+		s.flushed = off
+		if s.flush == nil {
+			s.flush = newFlusher(s.File)
+		}
+		s.flush.poke()
+	}
 	s.mu.Unlock()
 }
 
@@ -85,6 +105,7 @@ func (s *spool) written(off int64) {
 func (s *spool) begin(total int64, qcow2 bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushOn = !qcow2
 	select {
 	case <-s.start:
 		return
@@ -94,12 +115,16 @@ func (s *spool) begin(total int64, qcow2 bool) {
 	close(s.start)
 }
 
-// end records that the fill is over, with its error (nil: complete).
+// end records that the fill is over, with its error (nil: complete), and
+// waits for a writeback start under way.
 func (s *spool) end(err error) {
 	s.mu.Lock()
 	s.ended, s.endErr = true, err
 	s.cond.Broadcast()
+	fl := s.flush
+	s.flush, s.flushOn = nil, false
 	s.mu.Unlock()
+	fl.stop()
 }
 
 // stale reports whether an attempt after the one begin saw wrote the file.
