@@ -25,7 +25,10 @@
 // temporary file is exported read-only over NBD on a private Unix socket
 // (github.com/pojntfx/go-nbd), each read waiting until the download has
 // written its bytes, and qemu-img info, the checks and qemu-img convert
-// run on that export. The output is used only once the download has
+// run on that export. convert starts with info, on a gated name of the
+// export whose reads wait until the checks passed (and fail if they did
+// not), so its process start overlaps info's but it reads nothing of a
+// refused image. The output is used only once the download has
 // completed in a single attempt and its checksum matched; after a retry,
 // or any failure of the streamed steps, info, checks and convert run again
 // on the complete file. qemu-img convert flushes its output, so a

@@ -271,27 +271,47 @@ type streamResult struct {
 // convertStreamed runs qemu-img info, checkInfo and qemu-img convert on a
 // qcow2 spool while it is still being written, reading it through an NBD
 // export of its sp.total bytes; rawTemp gives the output file.
+//
+// qemu-img convert (-f qcow2, as the magic says) starts together with
+// info, on the export's gated name: its reads wait until info and
+// checkInfo passed, and fail if they did not (then it is also killed), so
+// it never reads an image that was refused, while its process start
+// overlaps info's.
 func convertStreamed(ctx context.Context, bin string, sp *spool, volumeSize int64, rawTemp func() (string, error), onPercent func(float64)) *streamResult {
 	exp, err := serveNBD(sp, sp.total)
 	if err != nil {
 		return &streamResult{err: err}
 	}
 	r := &streamResult{export: exp}
-	if r.info, r.err = qemuInfo(ctx, bin, exp.URI); r.err != nil {
-		return r
-	}
-	if r.info.Format != "qcow2" {
-		r.err = fmt.Errorf("streamed image is %s, expected qcow2", r.info.Format)
-		return r
-	}
-	if ref := checkInfo(r.info, Target{SizeBytes: volumeSize}); ref != nil {
-		r.err = errors.New(ref.msg)
-		return r
-	}
 	if r.raw, r.err = rawTemp(); r.err != nil {
+		exp.open(r.err)
 		return r
 	}
-	r.err = qemuConvertRaw(ctx, bin, r.info.Format, exp.URI, r.raw, onPercent)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	converted := make(chan error, 1)
+	go func() { converted <- qemuConvertRaw(cctx, bin, "qcow2", exp.GatedURI, r.raw, onPercent) }()
+	check := func() error {
+		var err error
+		if r.info, err = qemuInfo(ctx, bin, exp.URI); err != nil {
+			return err
+		}
+		if r.info.Format != "qcow2" {
+			return fmt.Errorf("streamed image is %s, expected qcow2", r.info.Format)
+		}
+		if ref := checkInfo(r.info, Target{SizeBytes: volumeSize}); ref != nil {
+			return errors.New(ref.msg)
+		}
+		return nil
+	}
+	if r.err = check(); r.err != nil {
+		exp.open(r.err)
+		cancel()
+		<-converted
+		return r
+	}
+	exp.open(nil)
+	r.err = <-converted
 	return r
 }
 

@@ -15,23 +15,58 @@ import (
 // on a Unix socket in a private directory (the role nbdkit plays in CDI's
 // pkg/image/nbdkit.go). URI is what qemu-img opens
 // ("nbd+unix:///?socket=..."); Close stops it and removes the socket.
+//
+// GatedURI names a second export of the same bytes whose reads wait until
+// open(nil) is called, and fail after open(err): qemu-img convert can
+// start (a process start costs 5-20 ms) while qemu-img info and the
+// checks still run, and cannot read a byte of the image, so cannot learn
+// of a backing or data file to open, before they passed.
 type nbdExport struct {
-	URI  string
-	dir  string
-	ln   net.Listener
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	conn []net.Conn
+	URI      string
+	GatedURI string
+	dir      string
+	ln       net.Listener
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conn     []net.Conn
+
+	gate     chan struct{} // closed by open
+	gateErr  error
+	gateOnce sync.Once
+}
+
+// gatedExport is the export name of nbdExport.GatedURI.
+const gatedExport = "gated"
+
+// errExportClosed fails gated reads of an export closed before open.
+var errExportClosed = errors.New("the image export was closed before its checks passed")
+
+// open decides the gate: nil lets gated reads through, an error fails
+// them. Only the first call counts.
+func (e *nbdExport) open(err error) {
+	e.gateOnce.Do(func() {
+		e.gateErr = err
+		close(e.gate)
+	})
 }
 
 // spoolBackend is the go-nbd backend of a spool: reads wait for the
-// download, writes are refused.
+// download (and, with gate set, for nbdExport.open), writes are refused.
 type spoolBackend struct {
 	s    *spool
 	size int64
+	gate *nbdExport
 }
 
-func (b spoolBackend) ReadAt(p []byte, off int64) (int, error) { return b.s.ReadAt(p, off) }
+func (b spoolBackend) ReadAt(p []byte, off int64) (int, error) {
+	if b.gate != nil {
+		<-b.gate.gate
+		if b.gate.gateErr != nil {
+			return 0, b.gate.gateErr
+		}
+	}
+	return b.s.ReadAt(p, off)
+}
 func (b spoolBackend) WriteAt([]byte, int64) (int, error) {
 	return 0, errors.New("the image export is read-only")
 }
@@ -51,8 +86,11 @@ func serveNBD(s *spool, size int64) (*nbdExport, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("NBD export socket: %w", err)
 	}
-	e := &nbdExport{URI: "nbd+unix:///?socket=" + sock, dir: dir, ln: ln}
-	exports := []*server.Export{{Name: "", Backend: spoolBackend{s: s, size: size}}}
+	e := &nbdExport{URI: "nbd+unix:///?socket=" + sock, GatedURI: "nbd+unix:///" + gatedExport + "?socket=" + sock, dir: dir, ln: ln, gate: make(chan struct{})}
+	exports := []*server.Export{
+		{Name: "", Backend: spoolBackend{s: s, size: size}},
+		{Name: gatedExport, Backend: spoolBackend{s: s, size: size, gate: e}},
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -79,9 +117,10 @@ func serveNBD(s *spool, size int64) (*nbdExport, error) {
 	return e, nil
 }
 
-// Close stops accepting, closes open connections, waits for the handlers
-// and removes the socket directory.
+// Close stops accepting, fails gated reads still waiting, closes open
+// connections, waits for the handlers and removes the socket directory.
 func (e *nbdExport) Close() {
+	e.open(errExportClosed)
 	e.ln.Close()
 	e.mu.Lock()
 	for _, c := range e.conn {
