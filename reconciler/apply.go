@@ -156,19 +156,29 @@ func (p *Pipeline) deferNode(n graph.Node, prev map[string]v1alpha1.InventoryEnt
 	}
 }
 
-// applySet applies objs in the batches of applyBatchOf — the Namespaces,
+// applySet applies objs in the batches of applyBatchOf — the Namespaces;
 // then the objects others name (Secrets, ConfigMaps, network definitions,
-// instancetypes and preferences), then the rest — each batch in parallel
-// (a component's namespaced objects may share a stage with their
-// namespace, as the HC does, and a VM with the instancetype it names, as
-// the workloads do), then waits for the kstatus-rule objects the API
-// server did not already return Current.
+// instancetypes and preferences) sent first, with the objects whose
+// references are resolved later by a controller (pipelinedKinds: a
+// Deployment's pods mount its ConfigMaps long after the apply) sent in the
+// same batch as workers free up; then the rest, whose admission may look
+// the references up — each batch in parallel (a component's namespaced
+// objects may share a stage with their namespace, as the HC does, and a
+// VM with the instancetype it names, as the workloads do), then waits for
+// the kstatus-rule objects the API server did not already return Current.
+// Flux's ssa.ApplyAllStaged applies the last two batches as one.
 func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult) error {
 	var batches [3][]*unstructured.Unstructured
+	var pipelined []*unstructured.Unstructured
 	for _, o := range objs {
+		if pipelinedKinds[o.GroupVersionKind().GroupKind().String()] || pipelinedGroups[o.GroupVersionKind().Group] {
+			pipelined = append(pipelined, o)
+			continue
+		}
 		b := applyBatchOf(o)
 		batches[b] = append(batches[b], o)
 	}
+	batches[1] = append(batches[1], pipelined...)
 	var waitSet object.ObjMetadataSet
 	for _, batch := range batches {
 		if len(batch) == 0 {
@@ -205,8 +215,26 @@ var referencedKinds = map[schema.GroupKind]bool{
 	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterPreference"}:   true,
 }
 
+// pipelinedKinds ("Kind.group", schema.GroupKind's String) and
+// pipelinedGroups are what needs no referenced object at admission: the
+// workload controllers, whose pods are created later by their controller
+// and wait for their ConfigMaps, Secrets and ServiceAccounts (kubelet
+// retries the mounts), and objects that name others only by string
+// (Services, RBAC, disruption budgets, network policies). They go in the
+// batch of the referencedKinds, sent after them, not behind a barrier.
+// Pods, KubeVirt's and CDI's kinds, webhook configurations and anything
+// unknown stay after the barrier.
+var (
+	pipelinedKinds = map[string]bool{
+		"Service": true, "ServiceAccount": true,
+		"PodDisruptionBudget.policy": true, "NetworkPolicy.networking.k8s.io": true,
+	}
+	pipelinedGroups = map[string]bool{"apps": true, "batch": true, "rbac.authorization.k8s.io": true}
+)
+
 // applyBatchOf gives the batch of a stage o is applied in: 0 for a
-// Namespace, 1 for the referencedKinds, 2 for the rest.
+// Namespace, 1 for the referencedKinds, 2 for the rest (applySet moves
+// the pipelined kinds into 1).
 func applyBatchOf(o *unstructured.Unstructured) int {
 	gk := o.GroupVersionKind().GroupKind()
 	switch {
