@@ -95,11 +95,7 @@ func (b *builder) build() *libvirtxml.Domain {
 	if t := d.CPU.Topology; t != nil {
 		d.VCPU = &libvirtxml.DomainVCPU{Placement: "static", Value: uint(t.Sockets * t.Cores * t.Threads)}
 	}
-	md, err := Metadata{Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID)}.marshal()
-	if err != nil {
-		b.errs.Add("metadata", "cannot encode domain metadata: %v", err)
-	}
-	d.Metadata = md
+	d.Metadata = Metadata{Namespace: vmi.Namespace, Name: vmi.Name, UID: string(vmi.UID)}.marshal()
 	if sys := b.sysInfo(d.UUID); len(sys) > 0 {
 		d.SysInfo = []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
 			System: &libvirtxml.DomainSysInfoSystem{Entry: sys},

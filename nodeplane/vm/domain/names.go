@@ -74,12 +74,24 @@ func MetadataOf(domainXML string) (m Metadata, ok bool) {
 	}
 }
 
-func (m Metadata) marshal() (*libvirtxml.DomainMetadata, error) {
-	b, err := xml.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return &libvirtxml.DomainMetadata{XML: string(b)}, nil
+// marshal gives m as the <metadata> of a domain: the element
+// xml.Marshal(m) gives, written directly (xml.Marshal took a quarter of
+// Build's time, on the agent's path of every VMI to Running).
+func (m Metadata) marshal() *libvirtxml.DomainMetadata {
+	var b strings.Builder
+	b.WriteString(`<vmi xmlns="` + MetadataNamespace + `" namespace="`)
+	attr(&b, m.Namespace)
+	b.WriteString(`" name="`)
+	attr(&b, m.Name)
+	b.WriteString(`" uid="`)
+	attr(&b, m.UID)
+	b.WriteString(`"></vmi>`)
+	return &libvirtxml.DomainMetadata{XML: b.String()}
+}
+
+// attr writes s escaped as encoding/xml escapes an attribute value.
+func attr(b *strings.Builder, s string) {
+	_ = xml.EscapeText(b, []byte(s)) // a strings.Builder does not fail
 }
 
 // MAC gives the default MAC address of a VMI interface: the QEMU prefix
