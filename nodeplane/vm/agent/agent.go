@@ -68,7 +68,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/converge-dev/converge/nodeplane/vm/domain"
 	"github.com/converge-dev/converge/nodeplane/vm/hypervisor"
@@ -687,7 +686,7 @@ func (a *Agent) setCondition(st *kubevirtv1.VirtualMachineInstanceStatus, t kube
 // interfaces gives the status interfaces of the spec's interfaces, with the
 // MAC the domain really has (found by the user alias ua-<name>, or by
 // position when the hypervisor drops aliases).
-func interfaces(vmi *kubevirtv1.VirtualMachineInstance, x *libvirtxml.Domain) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+func interfaces(vmi *kubevirtv1.VirtualMachineInstance, x *liveDomain) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
 	if x.Devices == nil || len(vmi.Spec.Domain.Devices.Interfaces) == 0 {
 		return nil
 	}
