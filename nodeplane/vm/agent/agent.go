@@ -406,11 +406,9 @@ func (a *Agent) reconcileVMI(vmi *kubevirtv1.VirtualMachineInstance, name string
 			})
 		}
 		a.opts.Log.Info("defined", "vmi", id, "domain", name)
-		if d, err = a.hv.Lookup(name); err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("VirtualMachineInstance %s: %w", id, err))
-			res.after(a.opts.RetryAfter)
-			return a.report(vmi, func(st *kubevirtv1.VirtualMachineInstanceStatus) { a.setPhase(st, kubevirtv1.Scheduled, "") })
-		}
+		// just defined: shut off, never started (no lookup needed; the
+		// one after Start reads the domain as it runs)
+		d = hypervisor.Domain{Name: name, State: hypervisor.Shutoff, Reason: hypervisor.ReasonNone}
 	}
 
 	startedHere := false
