@@ -25,9 +25,10 @@ type Source interface {
 
 // Run reconciles until ctx ends: at start, on every hypervisor lifecycle
 // event, whenever src changes, when a Result asks for it, and every resync
-// (0: never) to catch what events missed. Reports go to src.Store and errors
-// to the agent's log. It returns nil when ctx ends, or the error of
-// subscribing to events.
+// (0: never) to catch what events missed. The events and changes that
+// queued up while a pass ran lead to one pass, not one each. Reports go
+// to src.Store and errors to the agent's log. It returns nil when ctx
+// ends, or the error of subscribing to events.
 func (a *Agent) Run(ctx context.Context, src Source, resync time.Duration) error {
 	events, err := a.hv.Events(ctx)
 	if err != nil {
@@ -62,18 +63,46 @@ func (a *Agent) Run(ctx context.Context, src Source, resync time.Duration) error
 			stop = true
 		case ev, ok := <-events:
 			stop = !ok
-			if ok && ev.Type == hypervisor.EventReconnected {
-				a.opts.Log.Info("hypervisor reconnected; re-reading every domain", "detail", ev.Detail)
-			}
+			a.logEvent(ev)
 		case <-src.Changed():
 		case <-timer:
 		}
 		if t != nil {
 			t.Stop()
 		}
-		if stop {
+		if stop || !a.drainEvents(events) {
 			return nil
 		}
+		select { // the pass to come reads src after this signal
+		case <-src.Changed():
+		default:
+		}
+	}
+}
+
+// drainEvents takes every event already queued: they are hints to look
+// again, and the one pass that follows reads every domain (a pass per
+// queued event re-read the same domains: a VM's start queues two,
+// Defined and Started, while the pass that started it still runs). It
+// reports false when the channel closed.
+func (a *Agent) drainEvents(events <-chan hypervisor.Event) bool {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false
+			}
+			a.logEvent(ev)
+		default:
+			return true
+		}
+	}
+}
+
+// logEvent logs a reconnection to the hypervisor.
+func (a *Agent) logEvent(ev hypervisor.Event) {
+	if ev.Type == hypervisor.EventReconnected {
+		a.opts.Log.Info("hypervisor reconnected; re-reading every domain", "detail", ev.Detail)
 	}
 }
 
