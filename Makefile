@@ -8,6 +8,13 @@ export KUBEBUILDER_ASSETS := $(BIN)
 ## binary gets it (internal/images.LDFlags gives the same flag).
 VERSION ?= dev
 LDFLAGS := -X github.com/converge-dev/converge/internal/cli.Version=$(VERSION)
+## GOTAGS: the build tags of every converge binary (internal/images.BuildTags
+## is the same). kustomize_disable_go_plugin_support keeps Go's plugin
+## package out: kustomize/api, reached through fluxcd/pkg/ssa's kstatus
+## poller, imports it to load kustomize Go plugins, which converge never
+## does, and a binary linking it exports every symbol (converge-controller
+## 186 -> 145 MB, about 20 MiB less resident)
+GOTAGS := kustomize_disable_go_plugin_support
 
 .PHONY: all build cli-binaries images guest guest-debian test fuzz demo bench bench-scale flux vet controlplane cluster-bins cluster cluster-stop cluster-status cni clean gen-kubevirt gen-crds
 
@@ -16,10 +23,10 @@ all: build
 ## build: the converge CLI, converge-controller (no cgo, as in its image),
 ## converge-node and the demo into bin/
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge ./cmd/converge
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-controller ./cmd/converge-controller
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-node ./cmd/converge-node
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/converge-demo ./hack/demo
+	$(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/converge ./cmd/converge
+	CGO_ENABLED=0 $(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/converge-controller ./cmd/converge-controller
+	$(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/converge-node ./cmd/converge-node
+	$(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/converge-demo ./hack/demo
 
 ## cli-binaries: the converge CLI for linux, darwin and windows on amd64
 ## and arm64 (CGO_ENABLED=0) in bin/images/build/cli/<arch>/<os>/
@@ -29,7 +36,7 @@ build:
 CLI_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cli-binaries:
 	for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/images/build/cli/$$arch/$$os/converge$$ext ./cmd/converge || exit 1; done
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags $(GOTAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/images/build/cli/$$arch/$$os/converge$$ext ./cmd/converge || exit 1; done
 
 ## images: bin/images/converge-controller.tar and converge-node.tar,
 ## docker-archive tarballs tagged ghcr.io/converge-dev/<name>:$(VERSION),

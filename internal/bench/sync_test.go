@@ -27,6 +27,7 @@ import (
 	"github.com/converge-dev/converge/internal/bench/measure"
 	"github.com/converge-dev/converge/internal/graph"
 	"github.com/converge-dev/converge/internal/graph/facts"
+	"github.com/converge-dev/converge/internal/images"
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/internal/testing/gitserver"
 	"github.com/converge-dev/converge/reconciler"
@@ -360,10 +361,11 @@ func exampleRepo(b *testing.B) *gitserver.Repo {
 	return repo
 }
 
-// buildController builds converge-controller into a temporary directory.
+// buildController builds converge-controller into a temporary directory,
+// with the build tags of its image (images.BuildTags).
 func buildController(b *testing.B) string {
 	exe := filepath.Join(b.TempDir(), "converge-controller")
-	if out, err := exec.Command("go", "build", "-o", exe, "../../cmd/converge-controller").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", images.BuildTags, "-o", exe, "../../cmd/converge-controller").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	return exe

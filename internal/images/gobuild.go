@@ -31,12 +31,13 @@ func RepoRoot() (string, error) {
 }
 
 // GoBuild builds pkg (as ./cmd/converge-node) of the module at root into
-// out with -ldflags LDFlags(version), with or without cgo: the flags of
+// out with -tags BuildTags and -ldflags LDFlags(version), with or without
+// cgo: the flags of
 // `make build`, so that both share Go's build cache (no -trimpath: the
 // binaries, and so the images, depend on the checkout's path as well as
 // on its contents). The error names the package and carries go's stderr.
 func GoBuild(ctx context.Context, root, out, pkg, version string, cgo bool) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", LDFlags(version), "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", BuildTags, "-ldflags", LDFlags(version), "-o", out, pkg)
 	cmd.Dir = root
 	env := "CGO_ENABLED=0"
 	if cgo {

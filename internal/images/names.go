@@ -30,6 +30,15 @@ func ControllerReference(version string) string { return ControllerRepository + 
 // ghcr.io/converge-dev/converge-node:<version>.
 func NodeReference(version string) string { return NodeRepository + ":" + version }
 
+// BuildTags are the build tags of every converge binary (`make build`'s
+// GOTAGS, GoBuild): kustomize_disable_go_plugin_support leaves out
+// kustomize/api's loader of Go plugins (reached through fluxcd/pkg/ssa's
+// kstatus poller; converge loads no kustomize plugin), and with it Go's
+// plugin package, whose presence makes the linker export every symbol:
+// converge-controller is 145 MB instead of 186, about 20 MiB less
+// resident.
+const BuildTags = "kustomize_disable_go_plugin_support"
+
 // LDFlags gives the -ldflags value that sets VersionVariable to version,
 // the same for every binary (`make build`, `make images`).
 func LDFlags(version string) string { return "-X " + VersionVariable + "=" + version }

@@ -112,7 +112,7 @@ func TestCLIRendersTheImageTag(t *testing.T) {
 }
 
 // TestMakefileVersionFlags: `make build` gives every go build the same
-// -ldflags as images.LDFlags, builds converge-controller without cgo, and
+// -ldflags as images.LDFlags and -tags images.BuildTags, builds converge-controller without cgo, and
 // `make images` passes VERSION to hack/images.
 func TestMakefileVersionFlags(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
@@ -132,6 +132,9 @@ func TestMakefileVersionFlags(t *testing.T) {
 		seen[m[1]] = true
 		if !strings.Contains(m[0], `-ldflags "`+images.LDFlags(v)+`"`) {
 			t.Errorf("make build: %q lacks -ldflags %q", m[0], images.LDFlags(v))
+		}
+		if !strings.Contains(m[0], " -tags "+images.BuildTags+" ") {
+			t.Errorf("make build: %q lacks -tags %s", m[0], images.BuildTags)
 		}
 		if m[1] == images.ControllerName && !strings.HasPrefix(m[0], "CGO_ENABLED=0 ") {
 			t.Errorf("make build: %q: converge-controller is built with CGO_ENABLED=0, as in its image", m[0])
