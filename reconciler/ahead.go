@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/converge-dev/converge/api/v1alpha1"
 	"github.com/converge-dev/converge/internal/graph"
@@ -39,7 +40,12 @@ type AheadStore interface {
 // A store that cannot hold anything yet (the ConfigMap of `converge
 // apply` whose namespace the same sync creates: NotFound) is tried again
 // before the next batch with new objects: only the objects applied before
-// the namespace exists (a first apply's CRDs) go unrecorded until then.
+// the namespace exists (a first apply's CRDs, the Namespace itself) go
+// unrecorded until then. A NamespacedStore whose namespace is among the
+// objects to create is not even tried until the batch holding that
+// Namespace was applied (the API server would hold the write ~50 ms to
+// refuse it); so it is for a namespace that exists but the previous
+// inventory lacks.
 type ahead struct {
 	store   InventoryStore
 	prev    StoredInventory
@@ -49,6 +55,11 @@ type ahead struct {
 	saved  StoredInventory
 	done   bool
 	writes int
+	// storeNS is the inventory ID of the NamespacedStore's Namespace
+	// while that Namespace is pending and its batch not applied yet;
+	// nsBatch says the batch being applied holds it.
+	storeNS string
+	nsBatch bool
 }
 
 func newAhead(store InventoryStore, prev StoredInventory, r *graph.Rendered) *ahead {
@@ -61,6 +72,12 @@ func newAhead(store InventoryStore, prev StoredInventory, r *graph.Rendered) *ah
 			a.pending[id] = v1alpha1.InventoryEntry{ID: id, Version: o.GetAPIVersion(), Component: comps[id]}
 		}
 	}
+	if ns, ok := store.(NamespacedStore); ok {
+		id := inventory.IDOf("", ns.StoreNamespace(), schema.GroupKind{Kind: "Namespace"})
+		if _, ok := a.pending[id]; ok {
+			a.storeNS = id
+		}
+	}
 	return a
 }
 
@@ -68,6 +85,17 @@ func newAhead(store InventoryStore, prev StoredInventory, r *graph.Rendered) *ah
 // applied, holds one and they are not recorded yet.
 func (a *ahead) before(ctx context.Context, objs []*unstructured.Unstructured) error {
 	if a == nil || a.done || len(a.pending) == 0 {
+		return nil
+	}
+	if a.nsBatch { // the store's Namespace was applied with the last batch
+		a.storeNS, a.nsBatch = "", false
+	}
+	if a.storeNS != "" {
+		for _, o := range objs {
+			if inventory.ID(o) == a.storeNS {
+				a.nsBatch = true
+			}
+		}
 		return nil
 	}
 	creates := false

@@ -2,7 +2,9 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/converge-dev/converge/internal/testing/controlplane"
 	"github.com/converge-dev/converge/reconciler"
@@ -138,4 +141,42 @@ func inIndex(st reconciler.StoredInventory, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestWriteAheadAfterItsNamespace: the first sync of `converge apply`
+// into a namespace it creates does not try to write its inventory
+// ConfigMap before that namespace exists (the API server holds such a
+// write ~50 ms before refusing it NotFound), and still records the objects
+// to create before the first of the next batch is applied.
+func TestWriteAheadAfterItsNamespace(t *testing.T) {
+	c, err := client.NewWithWatch(startEnv(t), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls []string // "inventory <error>" and "object <name>", in order
+	wrapped := interceptor.NewClient(c, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			err := cl.Patch(ctx, obj, patch, opts...)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case obj.GetName() == reconciler.InventoryName(hcNS):
+				calls = append(calls, fmt.Sprintf("inventory %v", err))
+			case obj.GetName() == "ahead-cm":
+				calls = append(calls, "object "+obj.GetName())
+			}
+			return err
+		},
+	})
+	p := reconciler.NewPipeline(wrapped, nil, testOptions(false))
+	doSync(t, p, withObjects(renderExample(t, nil, nil), configMap("ahead-cm", map[string]string{"k": "v"})))
+	if len(calls) < 3 || calls[0] != "inventory <nil>" || calls[1] != "object ahead-cm" {
+		t.Fatalf("inventory and object writes %q, want a successful inventory write first, then ahead-cm, then the final inventory", calls)
+	}
+	for _, c := range calls {
+		if strings.HasPrefix(c, "inventory ") && c != "inventory <nil>" {
+			t.Errorf("inventory write failed: %s", c)
+		}
+	}
 }

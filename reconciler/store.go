@@ -57,6 +57,20 @@ type ConfigMapStore struct {
 	FieldManager string
 }
 
+// NamespacedStore is an InventoryStore kept in a namespace (StoreNamespace).
+// A sync that creates that namespace does not try its write-ahead record
+// (see ahead) before the namespace's batch is applied: the API server
+// holds a create in a missing namespace about 50 ms
+// (NamespaceLifecycle's missingNamespaceWait) before refusing it.
+type NamespacedStore interface {
+	InventoryStore
+	// StoreNamespace is the namespace the store writes in.
+	StoreNamespace() string
+}
+
+// StoreNamespace implements NamespacedStore: Namespace.
+func (s ConfigMapStore) StoreNamespace() string { return s.Namespace }
+
 // Load implements InventoryStore.
 func (s ConfigMapStore) Load(ctx context.Context) (StoredInventory, error) {
 	return loadInventory(ctx, s.Reader, s.Namespace, s.configMap())
