@@ -3,8 +3,6 @@ package importer
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +23,7 @@ func TestNBDGate(t *testing.T) {
 		{name: "export closed", decide: func(e *nbdExport) { e.Close() }, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "spool")
-			if err := os.WriteFile(path, fx.qcow2, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := readOnlyFile(t, fx.qcow2)
 			s := newSpool(f)
 			size := int64(len(fx.qcow2))
 			s.begin(size, true)

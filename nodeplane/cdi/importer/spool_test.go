@@ -83,18 +83,10 @@ func TestSpoolTruncateEmpty(t *testing.T) {
 		{name: "file with bytes", content: []byte("QFI\xfb"), wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "spool")
-			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := readOnlyFile(t, tc.content)
 			s := newSpool(f)
 			gen := s.gen
-			err = s.Truncate(0)
+			err := s.Truncate(0)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Truncate(0): %v; expected an error: %v", err, tc.wantErr)
 			}
@@ -103,4 +95,20 @@ func TestSpoolTruncateEmpty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readOnlyFile writes content to a new file and opens it read-only
+// (closed with the test): a spool on it fails any write or ftruncate.
+func readOnlyFile(t *testing.T, content []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spool")
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
