@@ -176,22 +176,27 @@ fuzz: $(BIN)/cue
 ## as the anchor, printed as a table with ratios; a VirtualMachineSnapshot
 ## created → readyToUse through the snapshot controller, the node's
 ## csi-snapshotter and the hostpath driver, next to a VolumeSnapshot of the
-## same claim
+## same claim. Every result goes to $(BENCH_LOG); at the end hack/benchtable
+## prints issue 18's table from it (each figure, its floor or anchor of the
+## same run, the ratio, the goal, met or not) into $(BIN)/bench/table.md
+BENCH_LOG := $(BIN)/bench/bench.txt
 bench: controlplane cni flux $(BIN)/kubectl
-	$(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/
-	$(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/
-	$(GO) test -run '^$$' -bench '^BenchmarkFlux$$' -benchtime 10x -timeout 30m ./internal/bench/
-	$(GO) test -run '^$$' -bench . -benchtime 1000x ./operators/network/macpool/
-	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/network/netattach/
-	PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/
-	$(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/
-	$(GO) test -run '^$$' -bench '^BenchmarkClone$$' -benchtime 5x ./nodeplane/csi/hostpath/
-	$(GO) test -run '^$$' -bench '^BenchmarkVMSnapshot$$' -benchtime 10x ./internal/bench/
-	$(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/
-	$(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/
-	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/
-	$(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/
-	$(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/
+	mkdir -p $(BIN)/bench && rm -f $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^(BenchmarkRender|BenchmarkApply)$$' -benchtime 3x ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench CommitToApplied -benchtime 15x ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkFlux$$' -benchtime 10x -timeout 30m ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench . -benchtime 1000x ./operators/network/macpool/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench AddDel -benchtime 50x -v ./nodeplane/network/netattach/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; PATH=$(BIN):$$PATH $(GO) test -run '^$$' -bench Import -benchtime 3x ./nodeplane/cdi/importer/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench NodePublish -benchtime 20x ./nodeplane/csi/hostpath/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkClone$$' -benchtime 5x ./nodeplane/csi/hostpath/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkVMSnapshot$$' -benchtime 10x ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench VMIToRunning -benchtime 50x ./nodeplane/vm/agent/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench ContainerDiskPull -benchtime 5x ./nodeplane/vm/vmdisks/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 3x ./internal/testing/cluster/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkInstall$$' -benchtime 5x -timeout 60m ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkVMFromDataVolume$$' -benchtime 3x -timeout 60m ./internal/bench/ 2>&1 | tee -a $(BENCH_LOG)
+	$(GO) run ./hack/benchtable $(BENCH_LOG) | tee $(BIN)/bench/table.md
 
 ## bench-scale: scale by simulation on one machine (issue 18): VMs from
 ## creation to Running across simulated nodes (the real VM agent on
