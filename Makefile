@@ -68,16 +68,16 @@ guest-debian:
 ## modules (all five ≈8 min with an empty Go build cache on 2 cores, more
 ## on a busy machine; nothing once bin/ holds them)
 controlplane: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager cluster-bins
-## cluster-bins: kubelet and kube-scheduler for the local cluster (≈45 s
+## cluster-bins: kubelet, kube-scheduler and kube-proxy for the local cluster (≈45 s
 ## after the other three, whose build cache they share; ≈16 min alone
 ## with an empty cache on a busy machine)
-cluster-bins: $(BIN)/kubelet $(BIN)/kube-scheduler
-$(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kubectl:
+cluster-bins: $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy
+$(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager $(BIN)/kubelet $(BIN)/kube-scheduler $(BIN)/kube-proxy $(BIN)/kubectl:
 	hack/controlplane/build.sh $(BIN) $(notdir $@)
 
 ## cluster: start the local single-node cluster (internal/testing/cluster:
 ## etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-## containerd, a CNI bridge; as root, containerd and runc from apt) and
+## kube-proxy (nftables mode), containerd, a CNI bridge; as root, containerd and runc from apt) and
 ## leave it running; state and logs in bin/cluster. cluster-stop stops it
 ## and cleans the host; cluster-status says what runs.
 cluster: controlplane cni

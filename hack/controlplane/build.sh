@@ -35,12 +35,12 @@ build() { # name want-version-substring version-cmd...
 
 shift || true
 names=("$@")
-((${#names[@]})) || names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+((${#names[@]})) || names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 for name in "${names[@]}"; do
 	case $name in
 	etcd) build etcd "$ever" --version ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet) build "$name" "$kver" --version ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy) build "$name" "$kver" --version ;;
 	kubectl) build kubectl "$kver" version --client ;;
-	*) say "unknown binary $name (want etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet or kubectl)"; exit 2 ;;
+	*) say "unknown binary $name (want etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy or kubectl)"; exit 2 ;;
 	esac
 done

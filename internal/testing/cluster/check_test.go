@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestCheckNamesWhatIsMissing: with containerd, ctr, runc and gcc missing
-// from PATH and an empty bin directory, Check names the apt command and the
+// TestCheckNamesWhatIsMissing: with containerd, ctr, runc, gcc and nft
+// missing from PATH and an empty bin directory, Check names the apt command and the
 // make target of each missing piece.
 func TestCheckNamesWhatIsMissing(t *testing.T) {
 	path := t.TempDir()
@@ -29,9 +29,10 @@ func TestCheckNamesWhatIsMissing(t *testing.T) {
 		t.Fatal("Check passed with nothing installed")
 	}
 	for _, want := range []string{
-		"apt-get install -y containerd gcc runc",
+		"apt-get install -y containerd gcc nftables runc",
 		"kubelet not in " + bin + ": run `make cluster-bins`",
 		"kube-scheduler not in " + bin + ": run `make cluster-bins`",
+		"kube-proxy not in " + bin + ": run `make cluster-bins`",
 		"kube-apiserver not in " + bin + ": run `make controlplane`",
 		"cni/bridge not in " + bin + ": run `make cni`",
 	} {

@@ -26,6 +26,7 @@ var Binaries = map[string]string{
 	"kube-controller-manager": "make controlplane",
 	"kube-scheduler":          "make cluster-bins",
 	"kubelet":                 "make cluster-bins",
+	"kube-proxy":              "make cluster-bins",
 	"cni/bridge":              "make cni",
 	"cni/host-local":          "make cni",
 	"cni/loopback":            "make cni",
@@ -38,6 +39,7 @@ var HostCommands = map[string]string{
 	"ctr":        "containerd",
 	"runc":       "runc",
 	"ip":         "iproute2",
+	"nft":        "nftables", // kube-proxy's nftables mode
 	"go":         "(the Go toolchain, to fetch the pause image's source)",
 	"gcc":        "gcc",
 }
@@ -51,10 +53,10 @@ type Cluster struct {
 	Kubeconfig string
 	// NodeName is the name of the one Node.
 	NodeName string
-	// APIServerAddress is host:port of the apiserver as pods reach it,
-	// on the host network and the pod network alike: NodeIP:443, also
-	// the `kubernetes` Service's ClusterIP and port, so the
-	// KUBERNETES_SERVICE_HOST/PORT the kubelet injects work unchanged.
+	// APIServerAddress is host:port of the apiserver, NodeIP:443,
+	// reached from the host network and the pod network alike (pods'
+	// in-cluster config dials the `kubernetes` Service's ClusterIP, which
+	// kube-proxy leads here).
 	APIServerAddress string
 	// Dir is the work directory; logs are in Dir/logs/<component>.log.
 	Dir string

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -204,9 +205,28 @@ func testBridgePod(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	if got := httpGet(t, base+"/"); got != "hi from echo" {
 		t.Errorf("GET %s/ from the host: %q, want %q", base, got, "hi from echo")
 	}
+	// The in-cluster config dials the `kubernetes` Service's ClusterIP,
+	// which only kube-proxy's rules lead to the apiserver.
 	if got := httpGet(t, base+"/apiserver"); got != "apiserver: 200 OK" {
-		t.Errorf("the pod's in-cluster GET /api: %q, want %q", got, "apiserver: 200 OK")
+		t.Errorf("the pod's in-cluster GET /api through %s: %q, want %q", KubernetesServiceIP, got, "apiserver: 200 OK")
 	}
+	// A Service of the pod: its ClusterIP answers from the host.
+	if _, err := cs.CoreV1().Pods("default").Patch(ctx, "echo", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"echo"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := "http://" + svc.Spec.ClusterIP + ":80/"
+	eventually(ctx, t, "Service echo answers at its ClusterIP "+clusterIP, func() (bool, string) {
+		got, err := tryGet(clusterIP)
+		return err == nil && got == "hi from echo", fmt.Sprintf("%q, %v", got, err)
+	})
 }
 
 // testHostNetworkDaemonSet runs the echo server as a privileged
@@ -277,6 +297,9 @@ func checkClean(t *testing.T, before hostSnapshot, dir string, recorded []proc, 
 	}
 	if linkExists(BridgeName) {
 		t.Errorf("bridge %s still exists", BridgeName)
+	}
+	if out, err := exec.Command("nft", "list", "tables").Output(); err == nil && strings.Contains(string(out), "kube-proxy") {
+		t.Errorf("kube-proxy's nftables tables left:\n%s", out)
 	}
 	for _, v := range veths {
 		if linkExists(v) {
@@ -427,13 +450,21 @@ func eventually(ctx context.Context, t *testing.T, what string, cond func() (boo
 // httpGet does a GET from the host and gives the trimmed body.
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
+	got, err := tryGet(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+	return got
+}
+
+// tryGet GETs url (10 s at most) and gives the trimmed body.
+func tryGet(url string) (string, error) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
-		t.Errorf("GET %s: %v", url, err)
-		return ""
+		return "", err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return strings.TrimSpace(string(b))
+	b, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b)), err
 }

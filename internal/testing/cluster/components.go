@@ -29,9 +29,9 @@ func etcdArgs(bin, dir string) []string {
 
 // apiserverArgs runs kube-apiserver on NodeIP:APIServerPort with Node and
 // RBAC authorization, NodeRestriction, privileged pods allowed, the
-// service network holding NodeIP first (so the `kubernetes` Service's
-// ClusterIP is the apiserver itself), endpoint routing to webhooks and
-// aggregated APIs (there is no kube-proxy), and the aggregation layer's
+// service network ServiceCIDR (kube-proxy routes its ClusterIPs), endpoint
+// routing to webhooks and aggregated APIs (the apiserver dials their pods
+// directly rather than through a ClusterIP), and the aggregation layer's
 // front proxy as kubeadm configures it (--requestheader-*,
 // --proxy-client-*), so aggregated APIs authenticate the users it proxies.
 func apiserverArgs(bin, dir string, p pkiFiles) []string {
@@ -100,6 +100,26 @@ func schedulerArgs(bin, dir string, p pkiFiles) []string {
 		"--bind-address=" + NodeIP, "--secure-port=" + strconv.Itoa(SchedulerPort),
 		"--cert-dir=" + filepath.Join(dir, "scheduler"),
 		"--leader-elect=false",
+		"--profiling=false",
+	}
+}
+
+// proxyArgs runs kube-proxy in nftables mode (Debian's nft is all it
+// needs; there is no iptables here) as system:kube-proxy, for the Node
+// nodeName, masquerading what leaves PodCIDR for a ClusterIP, and leaves
+// the conntrack sysctls as they are (the sandbox may not set them).
+func proxyArgs(bin, nodeName string, p pkiFiles) []string {
+	return []string{filepath.Join(bin, "kube-proxy"),
+		"--kubeconfig=" + p.proxyConfig,
+		"--proxy-mode=nftables",
+		"--hostname-override=" + nodeName,
+		"--cluster-cidr=" + PodCIDR,
+		"--bind-address=" + NodeIP,
+		"--metrics-bind-address=" + hostPort(ProxyMetricsPort),
+		"--healthz-bind-address=" + hostPort(ProxyHealthzPort),
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
 		"--profiling=false",
 	}
 }

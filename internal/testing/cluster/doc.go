@@ -1,7 +1,7 @@
 // Package cluster starts and stops a real single-node Kubernetes cluster
 // on this machine, for tests, `make cluster`, the demo and the benchmarks:
-// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubelet
-// v1.37.1 (built from Go modules into bin/ by hack/controlplane/build.sh),
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet
+// and kube-proxy (nftables mode) v1.37.1 (built from Go modules into bin/ by hack/controlplane/build.sh),
 // containerd and runc from Debian, and a CNI bridge as the pod network
 // (the bridge, host-local and loopback plugins of bin/cni). It follows the
 // recipe of ../shared/notes/realcluster.md; the PKI is made in Go
@@ -21,14 +21,15 @@
 //
 // Every listener is on NodeIP: kube-apiserver on NodeIP:443, etcd on
 // NodeIP:2379, the controller manager, the scheduler and the kubelet on
-// their usual ports. There is no kube-proxy and no cluster DNS, so the
-// service network is chosen to hold NodeIP as its first address: the
-// `kubernetes` Service's ClusterIP is the apiserver's own address, and the
+// their usual ports, kube-proxy's metrics and health on 10249 and 10256.
+// kube-proxy (nftables mode, Debian's nft) routes the service network
+// ServiceCIDR: the `kubernetes` Service's ClusterIP KubernetesServiceIP
+// (in the apiserver's certificate) leads to NodeIP:443, so the
 // KUBERNETES_SERVICE_HOST/PORT the kubelet gives every pod reach the
-// apiserver from the pod network and from the host network alike (the
-// in-cluster config of client-go works unchanged). Other ClusterIPs lead
-// nowhere; the apiserver reaches webhooks and aggregated APIs through
-// their endpoints (--enable-aggregator-routing).
+// apiserver from the pod network and the host network alike, and any
+// Service's ClusterIP leads to its endpoints. There is no cluster DNS.
+// The apiserver reaches webhooks and aggregated APIs through their
+// endpoints (--enable-aggregator-routing).
 //
 // # Host paths
 //
@@ -76,6 +77,8 @@
 //   - iptables: the KUBE-* chains the kubelet adds when an iptables binary
 //     exists are deleted (none here: Debian's containerd does not pull
 //     iptables in).
+//   - nftables: kube-proxy's tables ("kube-proxy" in the ip and ip6
+//     families) are deleted.
 //
 // Not undone: kernel modules containerd and the bridge plugin may load
 // (overlay, bridge, veth; built into these machines' kernel), and the

@@ -144,6 +144,25 @@ func removeKubeChains() error {
 	return errors.Join(errs...)
 }
 
+// removeProxyTables deletes the nftables tables kube-proxy's nftables
+// mode programs ("kube-proxy" in the ip and ip6 families), as
+// `kube-proxy --cleanup` does; a table that is not there is fine.
+func removeProxyTables() error {
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	var errs []error
+	for _, family := range []string{"ip", "ip6"} {
+		if exec.Command("nft", "list", "table", family, "kube-proxy").Run() != nil {
+			continue // not there
+		}
+		if o, err := exec.Command("nft", "delete", "table", family, "kube-proxy").CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("nft delete table %s kube-proxy: %w: %s", family, err, bytes.TrimSpace(o)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // cniConflist is the pod network: a bridge with the gateway address on
 // the host (so the host reaches pod IPs), no masquerading (no iptables),
 // host-local addresses from PodCIDR with its leases under dataDir.

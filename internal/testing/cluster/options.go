@@ -7,12 +7,14 @@ import (
 
 // Fixed addresses of the one cluster a machine runs (see the package doc).
 const (
-	// NodeIP is the node's InternalIP, the apiserver's advertise and bind
-	// address, and the ClusterIP of the `kubernetes` Service: a /32 added
-	// to lo.
+	// NodeIP is the node's InternalIP and the apiserver's advertise and
+	// bind address: a /32 added to lo.
 	NodeIP = "10.250.0.1"
-	// ServiceCIDR is the service network; its first address is NodeIP.
-	ServiceCIDR = "10.250.0.0/24"
+	// ServiceCIDR is the service network, which kube-proxy routes.
+	ServiceCIDR = "10.96.0.0/24"
+	// KubernetesServiceIP is the `kubernetes` Service's ClusterIP (the
+	// first of ServiceCIDR), in the apiserver's serving certificate.
+	KubernetesServiceIP = "10.96.0.1"
 	// PodCIDR is the pod network of the CNI bridge (host-local IPAM).
 	PodCIDR = "10.244.0.0/24"
 	// BridgeName is the Linux bridge of the pod network.
@@ -29,8 +31,11 @@ const (
 	// KubeletHealthzPort are the components' usual ports, on NodeIP.
 	ControllerManagerPort = 10257
 	SchedulerPort         = 10259
-	KubeletPort           = 10250
-	KubeletHealthzPort    = 10248
+	// ProxyMetricsPort and ProxyHealthzPort are kube-proxy's, on NodeIP.
+	ProxyMetricsPort   = 10249
+	ProxyHealthzPort   = 10256
+	KubeletPort        = 10250
+	KubeletHealthzPort = 10248
 	// LockDir holds the machine-wide lock and owner record, and
 	// containerd's state directory.
 	LockDir = "/run/converge-cluster"

@@ -41,6 +41,7 @@ type pkiFiles struct {
 	saKey, saPub                             string
 	adminConfig, kubeletConfig               string
 	controllerManagerConfig, schedulerConfig string
+	proxyConfig                              string
 	// the aggregation layer's front proxy (kubeadm's front-proxy-ca and
 	// front-proxy-client): kube-apiserver presents the client certificate
 	// to aggregated APIs (converge-controller's virt-api), which trust the
@@ -65,6 +66,7 @@ func newPKIFiles(dir string) pkiFiles {
 		saKey: p("sa.key"), saPub: p("sa.pub"),
 		adminConfig: filepath.Join(filepath.Dir(dir), "kubeconfig"), kubeletConfig: p("kubelet.kubeconfig"),
 		controllerManagerConfig: p("controller-manager.kubeconfig"), schedulerConfig: p("scheduler.kubeconfig"),
+		proxyConfig:      p("kube-proxy.kubeconfig"),
 		frontProxyCACert: p("front-proxy-ca.crt"), frontProxyClientCert: p("front-proxy-client.crt"), frontProxyClientKey: p("front-proxy-client.key"),
 	}
 }
@@ -72,7 +74,7 @@ func newPKIFiles(dir string) pkiFiles {
 // writePKI makes the cluster's CA, the serving and client certificates of
 // its components, the service account key pair and the kubeconfigs (admin
 // as system:masters, the kubelet as system:node:<node>, the controller
-// manager and the scheduler as their system users), all pointing at
+// manager, the scheduler and kube-proxy as their system users), all pointing at
 // server. The CA is ECDSA P-256 like every key here; it also signs CSRs
 // (kube-controller-manager --cluster-signing-*).
 func writePKI(f pkiFiles, nodeName, server string) error {
@@ -111,7 +113,7 @@ func writePKI(f pkiFiles, nodeName, server string) error {
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}, ca, now)
 	}
-	apiserver, err := serving("kube-apiserver", NodeIP, "127.0.0.1", "localhost",
+	apiserver, err := serving("kube-apiserver", NodeIP, KubernetesServiceIP, "127.0.0.1", "localhost",
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 	if err != nil {
 		return err
@@ -170,6 +172,7 @@ func writePKI(f pkiFiles, nodeName, server string) error {
 		{f.kubeletConfig, "system:node:" + nodeName, []string{"system:nodes"}},
 		{f.controllerManagerConfig, "system:kube-controller-manager", []string{"system:masters"}}, // see controllerManagerArgs,
 		{f.schedulerConfig, "system:kube-scheduler", nil},
+		{f.proxyConfig, "system:kube-proxy", nil}, // bound to system:node-proxier by default
 	} {
 		kp, err := client(u.cn, u.orgs...)
 		if err != nil {

@@ -130,7 +130,7 @@ func killProcs(ps []proc, timeout time.Duration) error {
 
 // clusterPrograms are the programs a cluster runs outside its pods.
 var clusterPrograms = map[string]bool{
-	"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true,
+	"etcd": true, "kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true, "kube-proxy": true,
 	"kubelet": true, "containerd": true, "containerd-shim-runc-v2": true, "runc": true, "ctr": true,
 }
 

@@ -48,6 +48,7 @@ func teardown(st *state, progress io.Writer) error {
 	step("removing the node address "+NodeIP+"/32", removeNodeIP())
 	step("removing the bridge "+BridgeName, removeBridge())
 	step("removing KUBE-* iptables chains", removeKubeChains())
+	step("removing kube-proxy's nftables tables", removeProxyTables())
 	if st.Sysctls != nil {
 		step("restoring sysctls", restoreSysctls(st.Sysctls))
 	}

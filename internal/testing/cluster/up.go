@@ -140,6 +140,15 @@ func (c *Cluster) upControlPlane(ctx context.Context, p pkiFiles) error {
 		return err
 	}
 	c.progress("kube-controller-manager and kube-scheduler started")
+	proxy, err := c.launch("kube-proxy", proxyArgs(st.BinDir, st.NodeName, p))
+	if err != nil {
+		return err
+	}
+	// Healthy once it has programmed the Services (nftables) it found.
+	if err := waitHTTP(ctx, proxy, "http://"+hostPort(ProxyHealthzPort)+"/livez", nil); err != nil {
+		return err
+	}
+	c.progress("kube-proxy routing the service network %s", ServiceCIDR)
 	return nil
 }
 
