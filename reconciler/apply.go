@@ -168,17 +168,12 @@ func (p *Pipeline) deferNode(n graph.Node, prev map[string]v1alpha1.InventoryEnt
 // the kstatus-rule objects the API server did not already return Current.
 // Flux's ssa.ApplyAllStaged applies the last two batches as one.
 func (p *Pipeline) applySet(ctx context.Context, r *graph.Rendered, objs []*unstructured.Unstructured, prev map[string]v1alpha1.InventoryEntry, live Live, owner map[string]string, hcUID *string, res *ApplyResult) error {
-	var batches [3][]*unstructured.Unstructured
-	var pipelined []*unstructured.Unstructured
+	var kinds [4][]*unstructured.Unstructured
 	for _, o := range objs {
-		if pipelinedKinds[o.GroupVersionKind().GroupKind().String()] || pipelinedGroups[o.GroupVersionKind().Group] {
-			pipelined = append(pipelined, o)
-			continue
-		}
 		b := applyBatchOf(o)
-		batches[b] = append(batches[b], o)
+		kinds[b] = append(kinds[b], o)
 	}
-	batches[1] = append(batches[1], pipelined...)
+	batches := [][]*unstructured.Unstructured{kinds[0], append(kinds[1], kinds[2]...), kinds[3]}
 	var waitSet object.ObjMetadataSet
 	for _, batch := range batches {
 		if len(batch) == 0 {
@@ -215,26 +210,26 @@ var referencedKinds = map[schema.GroupKind]bool{
 	{Group: "instancetype.kubevirt.io", Kind: "VirtualMachineClusterPreference"}:   true,
 }
 
-// pipelinedKinds ("Kind.group", schema.GroupKind's String) and
-// pipelinedGroups are what needs no referenced object at admission: the
-// workload controllers, whose pods are created later by their controller
-// and wait for their ConfigMaps, Secrets and ServiceAccounts (kubelet
-// retries the mounts), and objects that name others only by string
-// (Services, RBAC, disruption budgets, network policies). They go in the
-// batch of the referencedKinds, sent after them, not behind a barrier.
-// Pods, KubeVirt's and CDI's kinds, webhook configurations and anything
-// unknown stay after the barrier.
+// pipelinedKinds and pipelinedGroups are what needs no referenced object
+// at admission: the workload controllers, whose pods are created later by
+// their controller and wait for their ConfigMaps, Secrets and
+// ServiceAccounts (kubelet retries the mounts), and objects that name
+// others only by string (Services, RBAC, disruption budgets, network
+// policies). They go in the batch of the referencedKinds, sent after
+// them, not behind a barrier. Pods, KubeVirt's and CDI's kinds, webhook
+// configurations and anything unknown stay after the barrier.
 var (
-	pipelinedKinds = map[string]bool{
-		"Service": true, "ServiceAccount": true,
-		"PodDisruptionBudget.policy": true, "NetworkPolicy.networking.k8s.io": true,
+	pipelinedKinds = map[schema.GroupKind]bool{
+		{Kind: "Service"}: true, {Kind: "ServiceAccount"}: true,
+		{Group: "policy", Kind: "PodDisruptionBudget"}:      true,
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: true,
 	}
 	pipelinedGroups = map[string]bool{"apps": true, "batch": true, "rbac.authorization.k8s.io": true}
 )
 
-// applyBatchOf gives the batch of a stage o is applied in: 0 for a
-// Namespace, 1 for the referencedKinds, 2 for the rest (applySet moves
-// the pipelined kinds into 1).
+// applyBatchOf gives the kind class of o, in the order applySet sends
+// them: 0 for a Namespace, 1 for the referencedKinds, 2 for the
+// pipelinedKinds (1 and 2 are one batch), 3 for the rest.
 func applyBatchOf(o *unstructured.Unstructured) int {
 	gk := o.GroupVersionKind().GroupKind()
 	switch {
@@ -242,8 +237,10 @@ func applyBatchOf(o *unstructured.Unstructured) int {
 		return 0
 	case referencedKinds[gk]:
 		return 1
+	case pipelinedKinds[gk] || pipelinedGroups[gk.Group]:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // subjects names the objects of set as "Kind/namespace/name" joined by
