@@ -56,10 +56,8 @@ type ahead struct {
 	done   bool
 	writes int
 	// storeNS is the inventory ID of the NamespacedStore's Namespace
-	// while that Namespace is pending and its batch not applied yet;
-	// nsBatch says the batch being applied holds it.
+	// while that Namespace is pending and its batch not reached yet.
 	storeNS string
-	nsBatch bool
 }
 
 func newAhead(store InventoryStore, prev StoredInventory, r *graph.Rendered) *ahead {
@@ -87,13 +85,10 @@ func (a *ahead) before(ctx context.Context, objs []*unstructured.Unstructured) e
 	if a == nil || a.done || len(a.pending) == 0 {
 		return nil
 	}
-	if a.nsBatch { // the store's Namespace was applied with the last batch
-		a.storeNS, a.nsBatch = "", false
-	}
-	if a.storeNS != "" {
+	if a.storeNS != "" { // not before the batch creating it: tried at the next
 		for _, o := range objs {
 			if inventory.ID(o) == a.storeNS {
-				a.nsBatch = true
+				a.storeNS = ""
 			}
 		}
 		return nil
